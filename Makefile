@@ -1,0 +1,38 @@
+# make run: the default sweep. make test: the whole test suite. Both set up .venv first.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CORES ?= 8
+
+.PHONY: setup run test lint format clean-venv
+
+setup: $(STAMP)
+
+# Rebuilt when the requirements or the package metadata change (stale venv).
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps -e .
+	touch $@
+
+run: setup
+	$(BIN)/snakemake --cores $(CORES)
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/snakefmt --check Snakefile workflow/rules
+	$(BIN)/snakemake --lint --cores 1
+
+format: setup
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+	$(BIN)/snakefmt Snakefile workflow/rules
+
+test: setup lint
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+
+clean-venv:
+	rm -rf $(VENV)

@@ -1,0 +1,22 @@
+# fwbench: PyTorch vs JAX vs TensorFlow, eager vs compiled, against the hardware's own limits.
+# Stages and files: docs/architecture.md. Configuration: config/config.yaml and its schema.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: f"{workflow.basedir}/config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/hardware.smk"
+include: "workflow/rules/checks.smk"
+include: "workflow/rules/bench.smk"
+include: "workflow/rules/aggregate.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        rules.aggregate_bench.output,
+        rules.merge_checks.output,

@@ -1,0 +1,93 @@
+"""The config schema: defaults fill in, and every kind of bad value stops the workflow with a
+message naming the key and the value."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+from conftest import REPO, snakemake
+from snakemake.exceptions import WorkflowError
+from snakemake.utils import update_config, validate
+
+from fwbench.specs import build_spec
+
+SCHEMA = str(REPO / "workflow/schemas/config.schema.yaml")
+DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
+
+
+def validated(override: dict) -> dict:
+    config = copy.deepcopy(DEFAULT)
+    update_config(config, override)
+    validate(config, SCHEMA)
+    return config
+
+
+def test_default_config_is_valid_and_is_the_documented_sweep():
+    config = validated({})
+    assert config["frameworks"] == ["torch", "jax", "tensorflow"]
+    assert config["modes"] == {
+        "torch": ["eager", "compiled"],
+        "jax": ["eager", "jit"],
+        "tensorflow": ["eager", "function", "xla"],
+    }
+    assert config["architectures"] == ["mlp", "cnn", "rnn", "lstm", "transformer"]
+    assert config["batch_sizes"] == [1, 8, 32, 128]
+    assert (config["bench"]["warmup"], config["bench"]["repeats"]) == (15, 40)
+    assert config["threads"] == "auto" and config["device"] == "cpu"
+
+
+def test_schema_fills_defaults_for_keys_left_out():
+    config = {"frameworks": ["jax"]}
+    validate(config, SCHEMA)
+    assert config["bench"]["repeats"] == 40
+    assert config["dims"]["transformer"]["heads"] == 4
+    assert config["modes"]["jax"] == ["eager", "jit"]
+
+
+@pytest.mark.parametrize(
+    ("override", "named"),
+    [
+        ({"frameworks": ["torch", "mxnet"]}, ["mxnet"]),
+        ({"batch_sizes": [1, 0]}, ["batch_sizes", "0"]),
+        ({"bench": {"repeats": "abc"}}, ["repeats", "abc"]),
+        ({"benchh": {"repeats": 3}}, ["benchh"]),
+        ({"bench": {"warmpu": 3}}, ["warmpu"]),
+        ({"modes": {"torch": ["eager", "jit"]}}, ["torch", "jit"]),
+        ({"dims": {"mlp": {"hidden": [512, -5]}}}, ["hidden", "-5"]),
+        ({"dims": {"cnn": {"height": -32}}}, ["height", "-32"]),
+        ({"threads": "many"}, ["threads", "many"]),
+        ({"device": "tpu"}, ["device", "tpu"]),
+    ],
+)
+def test_bad_value_is_rejected_naming_key_and_value(override, named):
+    with pytest.raises(WorkflowError) as error:
+        validated(override)
+    message = str(error.value)
+    for word in named:
+        assert word in message, f"{word!r} not in: {message}"
+
+
+def test_inconsistent_dimensions_are_rejected_by_the_spec():
+    with pytest.raises(ValueError, match="d_model=130 is not divisible by heads=4"):
+        build_spec("transformer", {"d_model": 130, "heads": 4})
+
+
+def run_with_override(workdir, override: dict):
+    config_file = workdir / "override.yaml"
+    config_file.write_text(yaml.safe_dump(override))
+    return snakemake("-n", "--cores", "1", "--configfile", str(config_file), cwd=workdir)
+
+
+def test_workflow_stops_before_any_job_on_a_bad_value(workdir):
+    result = run_with_override(workdir, {"batch_sizes": [0]})
+    assert result.returncode != 0
+    assert "batch_sizes" in (result.stdout + result.stderr) and "0 is less than the minimum" in (result.stdout + result.stderr)
+    assert not (workdir / "results").exists()
+
+
+def test_workflow_rejects_bad_dims_at_parse_time(workdir):
+    result = run_with_override(workdir, {"dims": {"transformer": {"d_model": 130}}})
+    assert result.returncode != 0
+    assert "dims.transformer" in (result.stdout + result.stderr) and "d_model=130" in (result.stdout + result.stderr)

@@ -1,0 +1,1 @@
+"""fwbench: PyTorch vs JAX vs TensorFlow, eager vs compiled, against the hardware's limits."""

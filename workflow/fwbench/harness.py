@@ -1,0 +1,86 @@
+"""The timing loop and the conditions around it: exclusivity, contention, provenance."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import psutil
+
+
+@contextlib.contextmanager
+def timing_lock(path: str | os.PathLike) -> Iterator[float]:
+    """Hold the host-level exclusive lock for a measurement; yields seconds spent waiting.
+
+    Snakemake's `timing_slot` resource already serializes timing jobs within one run; this
+    lock also holds across separate runs and whatever `--cores` or `--resources` say.
+    """
+    start = time.perf_counter()
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield time.perf_counter() - start
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+@dataclass
+class Timing:
+    first_call_s: float
+    latency_s: np.ndarray
+    busy_cpu_other: float
+    load_before: float
+    load_after: float
+
+
+def _cpu_busy_seconds() -> float:
+    times = psutil.cpu_times()
+    return times.user + times.nice + times.system + getattr(times, "irq", 0.0) + getattr(
+        times, "softirq", 0.0
+    )
+
+
+def _own_cpu_seconds() -> float:
+    times = psutil.Process().cpu_times()
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def time_calls(
+    call: Callable[[], Any], sync: Callable[[Any], None], warmup: int, repeats: int
+) -> Timing:
+    """First call (compile + run) timed alone, `warmup` untimed calls, then `repeats` calls
+    each timed with perf_counter_ns around call + sync.
+
+    Contention is measured over the timed loop as the machine's busy CPU time minus this
+    process's own, in cores: what other processes took from us.
+    """
+    load_before = os.getloadavg()[0]
+    start = time.perf_counter_ns()
+    sync(call())
+    first_call_s = (time.perf_counter_ns() - start) * 1e-9
+    for _ in range(warmup):
+        sync(call())
+
+    latency_ns = np.empty(repeats, dtype=np.int64)
+    machine_before, own_before = _cpu_busy_seconds(), _own_cpu_seconds()
+    loop_start = time.perf_counter()
+    for i in range(repeats):
+        start = time.perf_counter_ns()
+        sync(call())
+        latency_ns[i] = time.perf_counter_ns() - start
+    loop_s = time.perf_counter() - loop_start
+    other_s = (_cpu_busy_seconds() - machine_before) - (_own_cpu_seconds() - own_before)
+    return Timing(
+        first_call_s=first_call_s,
+        latency_s=latency_ns * 1e-9,
+        busy_cpu_other=max(other_s, 0.0) / loop_s if loop_s > 0 else 0.0,
+        load_before=load_before,
+        load_after=os.getloadavg()[0],
+    )

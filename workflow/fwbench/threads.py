@@ -1,0 +1,60 @@
+"""Thread settings, applied identically to every framework before it is imported."""
+
+from __future__ import annotations
+
+import os
+
+# Read by OpenMP, MKL, OpenBLAS and numexpr when they load: set before any framework import.
+_THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
+
+
+def affinity_cores() -> int:
+    """Cores this process may run on (the affinity mask), not the machine's core count."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def resolve_threads(threads: int | str) -> int:
+    if threads == "auto":
+        return affinity_cores()
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer or 'auto', got {threads!r}")
+    return threads
+
+
+def apply_thread_env(threads: int) -> dict[str, str]:
+    """Set the environment every framework reads at import; overrides what Snakemake set.
+
+    XLA's CPU client sizes its pool from the affinity mask, and TensorFlow/torch take their
+    intra/inter-op counts from their own APIs: the adapters set those from the same number.
+    Returns the settings, for the cell's provenance.
+    """
+    settings = {name: str(threads) for name in _THREAD_ENV}
+    xla_flags = [flag for flag in os.environ.get("XLA_FLAGS", "").split() if "eigen" not in flag]
+    xla_flags.append(f"--xla_cpu_multi_thread_eigen={'true' if threads > 1 else 'false'}")
+    settings["XLA_FLAGS"] = " ".join(xla_flags)
+    settings["TF_NUM_INTRAOP_THREADS"] = str(threads)
+    settings["TF_NUM_INTEROP_THREADS"] = "1"
+    os.environ.update(settings)
+    return settings
+
+
+def pin_to_cores(threads: int) -> list[int]:
+    """Restrict this process to `threads` cores of its affinity mask, so that no framework's
+    pool (XLA's included, which has no thread-count flag) can spread beyond them."""
+    if not hasattr(os, "sched_setaffinity"):
+        return []
+    cores = sorted(os.sched_getaffinity(0))
+    if threads > len(cores):
+        raise ValueError(f"threads={threads} but only {len(cores)} cores are in the affinity mask")
+    chosen = cores[:threads]
+    os.sched_setaffinity(0, chosen)
+    return chosen
+
+
+def setup_threads(threads: int | str) -> dict[str, object]:
+    """Resolve, pin and export the thread settings; the returned dict goes into provenance."""
+    count = resolve_threads(threads)
+    env = apply_thread_env(count)
+    return {"threads": count, "cores": pin_to_cores(count), "env": env}

@@ -1,0 +1,80 @@
+# Validation, the derived sweep, and the helpers every rule uses.
+import re
+from pathlib import Path
+
+from snakemake.settings.types import DeploymentMethod
+from snakemake.utils import validate
+
+from fwbench import provenance
+from fwbench.frameworks import MODES
+from fwbench.specs import build_spec
+from fwbench.threads import resolve_threads
+
+
+validate(config, schema="../schemas/config.schema.yaml")
+
+for _arch in config["architectures"]:
+    try:
+        build_spec(_arch, config["dims"][_arch])
+    except (TypeError, ValueError) as _error:
+        raise ValueError(f"config dims.{_arch}: {_error}") from None
+
+USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
+ENVS = Path(workflow.basedir) / "envs"
+THREADS = resolve_threads(config["threads"])
+HOST = provenance.host()
+DEVICE = config["device"]
+FRAMEWORKS = config["frameworks"]
+ARCHS = config["architectures"]
+BATCHES = config["batch_sizes"]
+
+
+def _framework_versions(framework):
+    """The versions that name a framework's results: from its conda env file under
+    --sdm conda (the env the jobs run in), else from this Python environment."""
+    if USE_CONDA:
+        return provenance.pinned_versions(ENVS / f"{framework}.yaml", framework)
+    return provenance.installed_versions(framework)
+
+
+VERSIONS = {fw: _framework_versions(fw) for fw in FRAMEWORKS}
+VERSION = {fw: next(iter(versions.values())) for fw, versions in VERSIONS.items()}
+CELLS = [
+    dict(framework=fw, version=VERSION[fw], mode=mode, arch=arch, batch=batch)
+    for fw in FRAMEWORKS
+    for mode in config["modes"][fw]
+    for arch in ARCHS
+    for batch in BATCHES
+]
+
+
+def _alternatives(values):
+    return "|".join(re.escape(str(value)) for value in values)
+
+
+wildcard_constraints:
+    framework=_alternatives(FRAMEWORKS),
+    mode=_alternatives(sorted({m for fw in FRAMEWORKS for m in config["modes"][fw]})),
+    arch=_alternatives(ARCHS),
+    batch=_alternatives(BATCHES),
+    version=r"[^/]+",
+    host=r"[^/]+",
+    device="cpu|cuda",
+
+
+def framework_env(wildcards):
+    return str(ENVS / f"{wildcards.framework}.yaml")
+
+
+def check_cell_wildcards(wildcards):
+    """A requested cell must be one the config sweeps, at the installed version."""
+    fw, mode = wildcards.framework, wildcards.mode
+    if mode not in config["modes"][fw]:
+        raise ValueError(
+            f"mode {mode!r} is not configured for {fw} (modes.{fw}: {config['modes'][fw]})"
+        )
+    if wildcards.version != VERSION[fw]:
+        raise ValueError(
+            f"{fw} results for version {wildcards.version!r} cannot be computed here: the "
+            f"installed {fw} is {VERSION[fw]!r}; earlier versions' results stay as they are"
+        )
