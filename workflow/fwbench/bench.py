@@ -178,9 +178,9 @@ def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
     # A private temp dir per cell: compiler caches (torch inductor writes to the system temp dir)
     # start cold every time, so first-call times are comparable and reruns reproduce them.
     scratch = tempfile.mkdtemp(prefix="fwbench-cell-")
-    os.environ["TMPDIR"] = scratch
+    saved_tempdir = tempfile.tempdir
+    os.environ.update(TMPDIR=scratch, TORCHINDUCTOR_CACHE_DIR=os.path.join(scratch, "inductor"))
     tempfile.tempdir = scratch
-    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(scratch, "inductor")
 
     cell = Cell(request.framework, request.mode, request.arch, request.batch, request.repeats)
     cell.attrs |= {
@@ -211,5 +211,6 @@ def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
                     cell.attrs["end_utc"] = provenance.utc(cell.attrs["end_ns"])
                     write_cell(cell, output)
     finally:
+        tempfile.tempdir = saved_tempdir
         shutil.rmtree(scratch, ignore_errors=True)
     return cell

@@ -1,0 +1,143 @@
+"""The timing loop, the host-level lock, and a cell's failure paths (no framework needed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+
+import fake_adapter
+import numpy as np
+import pytest
+from conftest import REPO
+
+from fwbench import bench, frameworks
+from fwbench.dataset import read_cell
+from fwbench.harness import time_calls, timing_lock
+
+
+def test_first_call_is_timed_apart_from_the_warm_iterations():
+    calls = []
+
+    def call():
+        calls.append(None)
+        time.sleep(0.05 if len(calls) == 1 else 0.001)
+
+    timing = time_calls(call, lambda out: None, warmup=3, repeats=7)
+    assert len(calls) == 1 + 3 + 7
+    assert timing.first_call_s >= 0.05
+    assert timing.latency_s.shape == (7,)
+    assert np.all(timing.latency_s < 0.04)
+
+
+def test_sync_is_inside_the_clock():
+    timing = time_calls(lambda: None, lambda out: time.sleep(0.005), warmup=0, repeats=5)
+    assert np.all(timing.latency_s >= 0.005)
+
+
+def test_timing_lock_waits_for_another_process_holding_it(tmp_path):
+    lock = tmp_path / "timing.lock"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+                import time
+                from fwbench.harness import timing_lock
+                with timing_lock({str(lock)!r}):
+                    print("held", flush=True)
+                    time.sleep(1.0)
+            """),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert holder.stdout.readline().strip() == "held"
+    with timing_lock(lock) as waited_s:
+        pass
+    assert waited_s > 0.8, "got the lock while another process still held it"
+    holder.wait()
+
+
+def request(**changes) -> bench.CellRequest:
+    fields = dict(
+        framework="torch",
+        mode="eager",
+        arch="mlp",
+        batch=2,
+        dims={"input": 8, "hidden": [4], "classes": 3},
+        seed=0,
+        device="cpu",
+        threads=1,
+        warmup=1,
+        repeats=4,
+        busy_threshold_cores=1e9,
+        retries=0,
+        timeout_s=60,
+        versions={"torch": "0.0-fake"},
+    )
+    return bench.CellRequest(**(fields | changes))
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    monkeypatch.setattr(frameworks, "load", lambda framework, part="infer": fake_adapter)
+    monkeypatch.setattr(fake_adapter, "FAIL_IN_BUILD", None)
+    monkeypatch.setattr(bench, "setup_threads", lambda threads: {"threads": threads})
+    for name in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    return request(lock=str(tmp_path / "lock"))
+
+
+def test_a_measured_cell_holds_every_iteration_and_its_conditions(fake, tmp_path):
+    out = tmp_path / "cell.nc"
+    bench.run_cell(fake, out)
+    ds = read_cell(out)
+    assert ds.attrs["status"] == "ok"
+    assert ds["latency_s"].shape == (4,) and np.all(ds["latency_s"] > 0)
+    assert ds["latency_s"].attrs["units"] == "s"
+    assert float(ds["flops"]) > 0 and float(ds["bytes"]) > 0
+    assert ds.attrs["start_ns"] < ds.attrs["end_ns"]
+    assert '"threads": 1' in ds.attrs["threads"]
+    assert ds.attrs["framework_version"] == "0.0-fake"
+
+
+def test_a_failing_cell_is_written_as_failed_with_its_message(fake, tmp_path, monkeypatch):
+    monkeypatch.setattr(fake_adapter, "FAIL_IN_BUILD", MemoryError("out of memory in build"))
+    out = tmp_path / "cell.nc"
+    cell = bench.run_cell(fake, out)
+    ds = read_cell(out)
+    assert cell.attrs["status"] == ds.attrs["status"] == "failed"
+    assert ds.attrs["error_type"] == "MemoryError"
+    assert ds.attrs["error_message"] == "out of memory in build"
+    assert "FAIL_IN_BUILD" in ds.attrs["traceback_tail"]
+    assert np.all(np.isnan(ds["latency_s"]))
+
+
+def test_injected_failure_names_the_cell(fake, tmp_path):
+    out = tmp_path / "cell.nc"
+    bench.run_cell(request(lock=fake.lock, inject_failure=True), out)
+    ds = read_cell(out)
+    assert ds.attrs["error_type"] == "InjectedFailure"
+    assert "torch/eager/mlp" in ds.attrs["error_message"]
+
+
+def test_a_cell_past_its_timeout_is_written_as_failed(tmp_path):
+    out = tmp_path / "cell.nc"
+    script = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(REPO / "tests")!r})
+        import fake_adapter
+        from fwbench import bench, frameworks
+        from test_harness import request
+        fake_adapter.BUILD_DELAY_S = 30
+        frameworks.load = lambda framework, part="infer": fake_adapter
+        bench.run_cell(request(timeout_s=0.5, lock={str(tmp_path / "lock")!r}), {str(out)!r})
+    """)
+    start = time.monotonic()
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert time.monotonic() - start < 20
+    ds = read_cell(out)
+    assert ds.attrs["status"] == "failed" and ds.attrs["error_type"] == "TimeoutError"
