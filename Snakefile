@@ -18,5 +18,6 @@ include: "workflow/rules/aggregate.smk"
 rule all:
     default_target: True
     input:
+        HARDWARE_JSON,
         rules.aggregate_bench.output,
         rules.merge_checks.output,

@@ -7,11 +7,12 @@ import copy
 
 import pytest
 import yaml
-from conftest import REPO, snakemake
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config, validate
 
 from fwbench.specs import build_spec
+
+from conftest import REPO, snakemake
 
 SCHEMA = str(REPO / "workflow/schemas/config.schema.yaml")
 DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
@@ -83,11 +84,15 @@ def run_with_override(workdir, override: dict):
 def test_workflow_stops_before_any_job_on_a_bad_value(workdir):
     result = run_with_override(workdir, {"batch_sizes": [0]})
     assert result.returncode != 0
-    assert "batch_sizes" in (result.stdout + result.stderr) and "0 is less than the minimum" in (result.stdout + result.stderr)
+    assert "batch_sizes" in (result.stdout + result.stderr) and "0 is less than the minimum" in (
+        result.stdout + result.stderr
+    )
     assert not (workdir / "results").exists()
 
 
 def test_workflow_rejects_bad_dims_at_parse_time(workdir):
     result = run_with_override(workdir, {"dims": {"transformer": {"d_model": 130}}})
     assert result.returncode != 0
-    assert "dims.transformer" in (result.stdout + result.stderr) and "d_model=130" in (result.stdout + result.stderr)
+    assert "dims.transformer" in (result.stdout + result.stderr) and "d_model=130" in (
+        result.stdout + result.stderr
+    )

@@ -7,14 +7,15 @@ import sys
 import textwrap
 import time
 
-import fake_adapter
 import numpy as np
 import pytest
-from conftest import REPO
 
 from fwbench import bench, frameworks
 from fwbench.dataset import read_cell
 from fwbench.harness import time_calls, timing_lock
+
+import fake_adapter
+from conftest import REPO
 
 
 def test_first_call_is_timed_apart_from_the_warm_iterations():

@@ -42,8 +42,12 @@ class Timing:
 
 def _cpu_busy_seconds() -> float:
     times = psutil.cpu_times()
-    return times.user + times.nice + times.system + getattr(times, "irq", 0.0) + getattr(
-        times, "softirq", 0.0
+    return (
+        times.user
+        + times.nice
+        + times.system
+        + getattr(times, "irq", 0.0)
+        + getattr(times, "softirq", 0.0)
     )
 
 

@@ -84,9 +84,7 @@ def make_weights(spec: ArchSpec, seed: int = 0) -> Weights:
                 weights[f"layer{i}.{norm}.gamma"] = (1.0 + 0.1 * rng.standard_normal(d)).astype(
                     np.float32
                 )
-                weights[f"layer{i}.{norm}.beta"] = (0.1 * rng.standard_normal(d)).astype(
-                    np.float32
-                )
+                weights[f"layer{i}.{norm}.beta"] = (0.1 * rng.standard_normal(d)).astype(np.float32)
         weights |= _dense(rng, "head", d, spec.classes)
     else:
         raise TypeError(f"no weights for spec {spec!r}")

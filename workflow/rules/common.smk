@@ -27,6 +27,7 @@ DEVICE = config["device"]
 FRAMEWORKS = config["frameworks"]
 ARCHS = config["architectures"]
 BATCHES = config["batch_sizes"]
+HARDWARE_JSON = f"results/hardware/{HOST}-{DEVICE}.json"
 
 
 def _framework_versions(framework):

@@ -76,9 +76,8 @@ def check_framework_mode(framework: str, mode: str) -> None:
     if framework not in MODES:
         raise ValueError(f"unknown framework {framework!r}; known: {', '.join(MODES)}")
     if mode not in MODES[framework]:
-        raise ValueError(
-            f"mode {mode!r} does not exist for {framework}; its modes: {', '.join(MODES[framework])}"
-        )
+        known = ", ".join(MODES[framework])
+        raise ValueError(f"mode {mode!r} does not exist for {framework}; its modes: {known}")
 
 
 def load(framework: str, part: str = "infer") -> ModuleType:

@@ -1,0 +1,119 @@
+"""The smoke sweep end to end through Snakemake: every cell a job, none overlapping, failures
+recorded as data, an interrupted job leaving nothing half-written."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fwbench.dataset import read_cell
+from fwbench.provenance import host, installed_versions
+
+from conftest import REPO, SNAKEMAKE, snakemake
+
+pytestmark = pytest.mark.slow
+SMOKE = str(REPO / "config/test.yaml")
+FAILING_CELL = "jax/jit/lstm"
+
+
+def version(framework: str) -> str:
+    return next(iter(installed_versions(framework).values()))
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory) -> Path:
+    """The smoke sweep with --cores 8 on this 2-core machine and one cell made to fail."""
+    workdir = tmp_path_factory.mktemp("smoke")
+    override = workdir / "override.yaml"
+    override.write_text(
+        yaml.safe_dump(
+            {"bench": {"inject_failure": [FAILING_CELL]}, "timing_lock": str(workdir / "lock")}
+        )
+    )
+    result = snakemake(
+        "--cores", "8", "--configfile", SMOKE, str(override), cwd=workdir, timeout=1500
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return workdir
+
+
+def cells(workdir: Path) -> list[Path]:
+    return sorted((workdir / "results/cells").rglob("*.nc"))
+
+
+def test_every_configured_cell_is_its_own_output(smoke_run):
+    config = yaml.safe_load(Path(SMOKE).read_text())
+    modes = {"torch": 2, "jax": 2, "tensorflow": 3}
+    expected = sum(modes[fw] for fw in config["frameworks"])
+    expected *= len(config["architectures"]) * len(config["batch_sizes"])
+    assert len(cells(smoke_run)) == expected
+    torch_cell = smoke_run / f"results/cells/torch/{version('torch')}/compiled/mlp/b8.nc"
+    ds = read_cell(torch_cell)
+    assert ds.attrs["status"] == "ok" and ds.attrs["batch"] == 8
+    assert float(ds["compiled"]) == 1.0
+
+
+def test_no_two_timing_jobs_overlapped(smoke_run):
+    spans = sorted(
+        (ds.attrs["start_ns"], ds.attrs["end_ns"], path.name)
+        for path in cells(smoke_run)
+        for ds in [read_cell(path)]
+    )
+    assert len(spans) > 1
+    for (_, end, first), (start, _, second) in zip(spans, spans[1:], strict=False):
+        assert start >= end, f"{first} and {second} overlapped"
+
+
+def test_a_failing_cell_is_recorded_and_the_sweep_completes(smoke_run):
+    framework, mode, arch = FAILING_CELL.split("/")
+    path = smoke_run / f"results/cells/{framework}/{version(framework)}/{mode}/{arch}/b1.nc"
+    ds = read_cell(path)
+    assert ds.attrs["status"] == "failed"
+    assert ds.attrs["error_type"] == "InjectedFailure"
+    others = [read_cell(p).attrs["status"] for p in cells(smoke_run) if arch not in str(p)]
+    assert set(others) == {"ok"}
+    assert (smoke_run / "results/aggregate/bench.nc").exists()
+    assert (smoke_run / f"results/hardware/{host()}-cpu.json").exists()
+
+
+def test_a_target_outside_the_config_is_rejected(smoke_run):
+    outside = f"results/cells/torch/{version('torch')}/xla/mlp/b8.nc"
+    result = snakemake("-n", "--configfile", SMOKE, outside, cwd=smoke_run)
+    assert result.returncode != 0
+    assert "MissingRuleException" in result.stdout + result.stderr or "xla" in result.stderr
+    wrong_version = "results/cells/torch/0.0.1/eager/mlp/b8.nc"
+    result = snakemake("-n", "--configfile", SMOKE, wrong_version, cwd=smoke_run)
+    assert result.returncode != 0
+    assert "0.0.1" in result.stdout + result.stderr
+
+
+def test_an_interrupted_job_leaves_no_output_and_only_it_reruns(smoke_run):
+    target = smoke_run / f"results/cells/torch/{version('torch')}/compiled/lstm/b8.nc"
+    target.unlink()
+    job = subprocess.Popen(
+        [*SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--cores", "1"]
+        + ["--configfile", SMOKE, str(target.relative_to(smoke_run))],
+        cwd=smoke_run,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    log = Path(str(target).replace("results/cells", "results/logs/bench")).with_suffix(".log")
+    deadline = time.monotonic() + 120
+    while not log.exists() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.5)  # inside the job: importing torch / compiling
+    os.killpg(job.pid, signal.SIGKILL)
+    job.wait()
+    assert not target.exists()
+    assert not list(target.parent.glob(f".{target.name}.*")), "a temporary file was left"
+    plan = snakemake("-n", "--configfile", SMOKE, cwd=smoke_run)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    planned = [line.split()[0] for line in plan.stdout.splitlines() if line.startswith("bench ")]
+    assert planned == ["bench"], plan.stdout

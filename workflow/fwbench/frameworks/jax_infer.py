@@ -1,0 +1,149 @@
+"""The JAX inference adapter: `build(spec, weights, mode, device) -> Runner`.
+
+Modes: `eager` calls the forward op by op (no jax.jit in this code, recurrences as a Python loop
+over time steps); `jit` is jax.jit of the whole forward, recurrences via lax.scan. jax.numpy and
+jax.nn functions are themselves small jitted wrappers, so eager JAX dispatches one cached XLA
+executable per library call: that is JAX's eager mode as users run it.
+
+The job sets JAX_PLATFORMS, XLA_PYTHON_CLIENT_PREALLOCATE (frameworks.pre_import_env), the
+thread environment and the core affinity before importing this module. Nothing here touches a
+backend at import time, so XLA's CPU thread pool is sized only when `build` first asks for a
+device.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import numpy as np
+
+from fwbench.frameworks import CompileInfo, check_framework_mode
+from fwbench.frameworks import jax_models as models
+from fwbench.specs import ArchSpec, RecurrentSpec
+from fwbench.weights import Weights
+
+DEVICES = ("cpu", "cuda")
+_LOOP_OF_MODE = {"eager": "python", "jit": "scan"}
+
+
+def jax_device(device: str) -> jax.Device:
+    """The first JAX device of platform `device` ("cpu" or "cuda")."""
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; known: {', '.join(DEVICES)}")
+    return jax.devices(device)[0]
+
+
+class JaxRunner:
+    """One architecture in one mode on one JAX device (the frameworks.Runner protocol).
+
+    `forward(params, x)` is what a call runs: the plain function (eager) or its jax.jit.
+    """
+
+    def __init__(self, spec: ArchSpec, weights: Weights, mode: str, device: str) -> None:
+        check_framework_mode("jax", mode)
+        self.spec = spec
+        self.mode = mode
+        self.device = device
+        self._device = jax_device(device)
+        self.params = models.to_params(spec, weights, self._device)
+        forward = models.forward_fn(spec, loop=_LOOP_OF_MODE[mode])
+        self.forward = jax.jit(forward) if mode == "jit" else forward
+
+    def prepare(self, x: np.ndarray) -> jax.Array:
+        x = np.asarray(x)
+        batch = x.shape[0] if x.ndim else 0
+        expected = self.spec.input_shape(batch)
+        if x.shape != expected:
+            raise ValueError(
+                f"{self.spec.name}: input shape {x.shape} is not the neutral layout {expected}"
+            )
+        prepared = jax.device_put(models.to_layout(self.spec, x.astype(np.float32)), self._device)
+        return prepared.block_until_ready()
+
+    def __call__(self, prepared: jax.Array) -> jax.Array:
+        return self.forward(self.params, prepared)
+
+    def sync(self, output: jax.Array) -> None:
+        jax.block_until_ready(output)
+
+    def to_numpy(self, output: jax.Array) -> np.ndarray:
+        return np.asarray(output)
+
+    def compile_info(self) -> CompileInfo:
+        details: dict[str, Any] = {
+            "platform": self._device.platform,
+            "matmul_precision": str(models.HIGHEST),
+        } | models.describe_loop(self.spec, _LOOP_OF_MODE[self.mode])
+        if self.mode == "eager":
+            details["note"] = "each jax.numpy/jax.nn call dispatches its own cached executable"
+            return CompileInfo(compiled=False, how="op-by-op dispatch, no jit", details=details)
+        # jax.jit either traces the whole function or raises: no graph breaks, no fallbacks.
+        # Its cache holds one executable per input signature it has compiled.
+        executables = _jit_cache_size(self.forward)
+        details["jit_cache_size"] = executables
+        return CompileInfo(
+            compiled=executables > 0,
+            how="jax.jit (XLA)",
+            graph_count=executables,
+            details=details,
+        )
+
+    def peak_device_memory_bytes(self) -> int | None:
+        """The allocator's peak since the process started (JAX has no reset); None on CPU."""
+        if self.device != "cuda":
+            return None
+        stats = self._device.memory_stats()
+        return int(stats["peak_bytes_in_use"]) if stats else None
+
+    def counter_flops(self, prepared: jax.Array) -> tuple[float | None, str]:
+        """XLA's cost analysis of the jitted forward, whatever the mode.
+
+        cost_analysis counts a lax.scan body once, not once per step, so recurrences are
+        analysed with the time loop unrolled (the Python-loop forward under jit): same function,
+        every step counted.
+        """
+        forward = models.forward_fn(self.spec, loop="python")
+        try:
+            analysis = jax.jit(forward).lower(self.params, prepared).compile().cost_analysis()
+        except Exception as error:  # the counter is a cross-check; its failure is a finding
+            return None, f"XLA cost_analysis failed: {type(error).__name__}: {error}"
+        if isinstance(analysis, list | tuple):  # older jax: one dict per device program
+            analysis = analysis[0] if analysis else None
+        flops = (analysis or {}).get("flops")
+        if flops is None or flops <= 0:
+            return None, f"XLA cost_analysis reported no flops: {analysis!r}"
+        how = "XLA cost_analysis of jax.jit(forward)"
+        if isinstance(self.spec, RecurrentSpec):
+            how += " with the time loop unrolled (a lax.scan body would be counted once)"
+        return float(flops), how + "; includes elementwise ops"
+
+
+def _jit_cache_size(jitted: Any) -> int:
+    """Compiled executables in a jax.jit function's cache. `_cache_size` is the only handle
+    jax exposes for this (it is private); without it nothing is claimed compiled."""
+    size = getattr(jitted, "_cache_size", None)
+    return int(size()) if callable(size) else 0
+
+
+def build(spec: ArchSpec, weights: Weights, mode: str, device: str) -> JaxRunner:
+    return JaxRunner(spec, weights, mode, device)
+
+
+def set_threads(n: int) -> dict[str, Any]:
+    """XLA has no runtime thread-count API: its CPU pool is sized from the affinity mask when
+    the backend starts, and XLA_FLAGS picks single- or multi-threaded Eigen. Both are set by
+    the job before import; this reports them (and whether they agree with `n`) for provenance.
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ValueError(f"threads must be a positive integer, got {n!r}")
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    xla_flags = os.environ.get("XLA_FLAGS", "")
+    return {
+        "api": "none (XLA has no runtime thread-count API)",
+        "requested": n,
+        "affinity_cores": cores,
+        "affinity_matches": len(cores) == n,
+        "XLA_FLAGS": xla_flags,
+    }
