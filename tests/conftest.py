@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -31,3 +33,32 @@ def snakemake(
 def workdir(tmp_path: Path) -> Path:
     """A scratch working directory for a workflow run (results/ lands here)."""
     return tmp_path
+
+
+SMOKE = str(REPO / "config/test.yaml")
+FAILING_CELL = "jax/jit/lstm"
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory) -> Path:
+    """The smoke sweep with --cores 8 on this 2-core machine and one cell made to fail."""
+    workdir = tmp_path_factory.mktemp("smoke")
+    override = workdir / "override.yaml"
+    override.write_text(
+        yaml.safe_dump(
+            {"bench": {"inject_failure": [FAILING_CELL]}, "timing_lock": str(workdir / "lock")}
+        )
+    )
+    result = snakemake(
+        "--cores", "8", "--configfile", SMOKE, str(override), cwd=workdir, timeout=1500
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return workdir
+
+
+@pytest.fixture
+def smoke_copy(smoke_run: Path, tmp_path: Path) -> Path:
+    """A private copy of the finished smoke sweep (mtimes kept) for tests that change it."""
+    copy = tmp_path / "smoke"
+    shutil.copytree(smoke_run, copy, symlinks=True)
+    return copy

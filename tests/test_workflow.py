@@ -15,32 +15,13 @@ import yaml
 from fwbench.dataset import read_cell
 from fwbench.provenance import host, installed_versions
 
-from conftest import REPO, SNAKEMAKE, snakemake
+from conftest import FAILING_CELL, REPO, SMOKE, SNAKEMAKE, snakemake
 
 pytestmark = pytest.mark.slow
-SMOKE = str(REPO / "config/test.yaml")
-FAILING_CELL = "jax/jit/lstm"
 
 
 def version(framework: str) -> str:
     return next(iter(installed_versions(framework).values()))
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory) -> Path:
-    """The smoke sweep with --cores 8 on this 2-core machine and one cell made to fail."""
-    workdir = tmp_path_factory.mktemp("smoke")
-    override = workdir / "override.yaml"
-    override.write_text(
-        yaml.safe_dump(
-            {"bench": {"inject_failure": [FAILING_CELL]}, "timing_lock": str(workdir / "lock")}
-        )
-    )
-    result = snakemake(
-        "--cores", "8", "--configfile", SMOKE, str(override), cwd=workdir, timeout=1500
-    )
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return workdir
 
 
 def cells(workdir: Path) -> list[Path]:
@@ -93,7 +74,8 @@ def test_a_target_outside_the_config_is_rejected(smoke_run):
     assert "0.0.1" in result.stdout + result.stderr
 
 
-def test_an_interrupted_job_leaves_no_output_and_only_it_reruns(smoke_run):
+def test_an_interrupted_job_leaves_no_output_and_only_it_reruns(smoke_copy):
+    smoke_run = smoke_copy
     target = smoke_run / f"results/cells/torch/{version('torch')}/compiled/lstm/b8.nc"
     target.unlink()
     job = subprocess.Popen(

@@ -1,0 +1,97 @@
+"""Upgrading one framework reruns only its cells, keeps the old ones, and `compare` says what
+changed. The upgrade is simulated with a fake dist-info on PYTHONPATH (importlib.metadata then
+reports the new version for the whole workflow run)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from fwbench.frameworks import MODES
+from fwbench.provenance import installed_versions
+
+from conftest import SMOKE, snakemake
+
+pytestmark = pytest.mark.slow
+NEW_TORCH = "99.0"
+
+
+def fake_upgrade(root: Path, distribution: str, version: str) -> dict[str, str]:
+    info = root / f"{distribution}-{version}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {distribution}\nVersion: {version}\n"
+    )
+    return {"PYTHONPATH": str(root)}
+
+
+def planned_jobs(result) -> dict[str, int]:
+    """{rule: count} from the job-stats table of a dry run."""
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    table = result.stdout.split("Job stats:")[1].split("\n\n")[0]
+    rows = (re.match(r"^(\w+)\s+(\d+)$", line.strip()) for line in table.splitlines())
+    return {row[1]: int(row[2]) for row in rows if row and row[1] != "total"}
+
+
+def modes_in(config: dict) -> int:
+    """Framework-mode pairs in a config that leaves `modes` at its defaults."""
+    assert "modes" not in config
+    return sum(len(MODES[framework]) for framework in config["frameworks"])
+
+
+def snapshot(paths: list[Path]) -> dict[Path, tuple[bytes, int]]:
+    return {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in paths}
+
+
+def test_upgrading_torch_reruns_only_torch_cells_and_keeps_the_old_ones(smoke_copy, tmp_path):
+    workdir = smoke_copy
+    env = fake_upgrade(tmp_path / "site", "torch", NEW_TORCH)
+    config = yaml.safe_load(Path(SMOKE).read_text())
+    torch_cells = 2 * len(config["architectures"]) * len(config["batch_sizes"])
+
+    plan = planned_jobs(snakemake("-n", "--configfile", SMOKE, cwd=workdir, env=env))
+    assert plan.get("bench") == torch_cells
+    assert plan.get("checks") == 1 and "hardware" not in plan
+    assert plan.get("aggregate_bench") == 1
+
+    cells = workdir / "results/cells"
+    old_torch = sorted((cells / "torch").rglob("*.nc"))
+    others = snapshot(
+        sorted((cells / "jax").rglob("*.nc")) + sorted(cells.glob("tensorflow/**/*.nc"))
+    )
+    result = snakemake("--cores", "2", "--configfile", SMOKE, cwd=workdir, env=env, timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+    assert snapshot(list(others)) == others, "another framework's cell was recomputed"
+    assert all(path.exists() for path in old_torch), "the previous version's cells were lost"
+    new_torch = sorted((cells / "torch" / NEW_TORCH).rglob("*.nc"))
+    assert len(new_torch) == torch_cells
+
+
+def test_a_dimension_edit_reruns_only_that_architectures_cells(smoke_copy):
+    override = smoke_copy / "wider.yaml"
+    config = yaml.safe_load(Path(SMOKE).read_text())
+    mlp = config["dims"]["mlp"] | {"hidden": [48]}
+    override.write_text(yaml.safe_dump({"dims": {"mlp": mlp}}))
+    plan = planned_jobs(snakemake("-n", "--configfile", SMOKE, str(override), cwd=smoke_copy))
+    cells_per_arch = modes_in(config) * len(config["batch_sizes"])
+    assert plan.get("bench") == cells_per_arch
+
+
+def test_changing_repeats_reruns_every_cell_and_nothing_upstream(smoke_copy):
+    override = smoke_copy / "repeats.yaml"
+    override.write_text(yaml.safe_dump({"bench": {"repeats": 6}}))
+    plan = planned_jobs(snakemake("-n", "--configfile", SMOKE, str(override), cwd=smoke_copy))
+    config = yaml.safe_load(Path(SMOKE).read_text())
+    total = modes_in(config) * len(config["architectures"]) * len(config["batch_sizes"])
+    assert plan.get("bench") == total
+    assert "hardware" not in plan and "checks" not in plan
+
+
+def test_installed_versions_sees_the_fake_upgrade(tmp_path, monkeypatch):
+    fake_upgrade(tmp_path, "torch", NEW_TORCH)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert installed_versions("torch")["torch"] == NEW_TORCH
