@@ -61,7 +61,7 @@ def fake_adapter(monkeypatch, make_runner):
 
     def load(framework, part="infer"):
         loaded.append(framework)
-        return SimpleNamespace(build=make_runner)
+        return SimpleNamespace(build=make_runner, COUNTER_SCOPE="matmul")
 
     monkeypatch.setattr(frameworks, "load", load)
     return loaded

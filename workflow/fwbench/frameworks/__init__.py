@@ -69,6 +69,13 @@ class Runner(Protocol):
 
 
 class InferenceAdapter(Protocol):
+    """The module `frameworks/<framework>_infer.py`."""
+
+    COUNTER_SCOPE: str  # what counter_flops counts: "matmul" (GEMMs, convs) or "all" ops
+
+    def set_threads(self, threads: int) -> dict[str, Any]:
+        """Apply the framework's own thread API; returns what it set, for provenance."""
+
     def build(self, spec: ArchSpec, weights: Weights, mode: str, device: str) -> Runner: ...
 
 

@@ -25,6 +25,8 @@ from fwbench.specs import ArchSpec, RecurrentSpec
 from fwbench.weights import Weights
 
 DEVICES = ("cpu", "cuda")
+# What XLA's cost_analysis counts: every op, elementwise ones included.
+COUNTER_SCOPE = "all"
 _LOOP_OF_MODE = {"eager": "python", "jit": "scan"}
 
 

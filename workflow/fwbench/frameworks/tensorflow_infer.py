@@ -24,6 +24,9 @@ from fwbench.frameworks.tensorflow_models import build_model, tf
 from fwbench.specs import ArchSpec, CNNSpec
 from fwbench.weights import Weights
 
+# What the TF profiler counts: matmuls, convolutions and bias adds (not activations).
+COUNTER_SCOPE = "matmul"
+
 DEVICES = {"cpu": "/CPU:0", "cuda": "/GPU:0"}
 _PLATFORMS = {"cpu": "CPU", "cuda": "GPU"}  # TF's platform names, for XLA's lowering
 

@@ -18,6 +18,8 @@ from fwbench.specs import ArchSpec
 from fwbench.weights import Weights
 
 DEVICES = ("cpu", "cuda")
+# What FlopCounterMode counts: matmuls and convolutions, no elementwise ops.
+COUNTER_SCOPE = "matmul"
 _COUNTER_GROUPS = ("stats", "frames", "graph_break", "unimplemented", "inductor", "aot_autograd")
 
 
