@@ -142,3 +142,16 @@ def test_a_cell_past_its_timeout_is_written_as_failed(tmp_path):
     assert time.monotonic() - start < 20
     ds = read_cell(out)
     assert ds.attrs["status"] == "failed" and ds.attrs["error_type"] == "TimeoutError"
+
+
+def test_contention_from_another_busy_process_is_measured():
+    spinner = subprocess.Popen(
+        [sys.executable, "-c", "import time\nend = time.time() + 3\nwhile time.time() < end: pass"]
+    )
+    try:
+        time.sleep(0.3)
+        busy = time_calls(lambda: None, lambda out: None, warmup=0, repeats=3)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert busy.busy_cpu_other > 0.5, "a process spinning a whole core went unnoticed"

@@ -65,11 +65,11 @@ def test_a_failing_cell_is_recorded_and_the_sweep_completes(smoke_run):
 
 def test_a_target_outside_the_config_is_rejected(smoke_run):
     outside = f"results/cells/torch/{version('torch')}/xla/mlp/b8.nc"
-    result = snakemake("-n", "--configfile", SMOKE, outside, cwd=smoke_run)
+    result = snakemake("-n", outside, "--configfile", SMOKE, cwd=smoke_run)
     assert result.returncode != 0
     assert "MissingRuleException" in result.stdout + result.stderr or "xla" in result.stderr
     wrong_version = "results/cells/torch/0.0.1/eager/mlp/b8.nc"
-    result = snakemake("-n", "--configfile", SMOKE, wrong_version, cwd=smoke_run)
+    result = snakemake("-n", wrong_version, "--configfile", SMOKE, cwd=smoke_run)
     assert result.returncode != 0
     assert "0.0.1" in result.stdout + result.stderr
 
@@ -80,7 +80,7 @@ def test_an_interrupted_job_leaves_no_output_and_only_it_reruns(smoke_copy):
     target.unlink()
     job = subprocess.Popen(
         [*SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--cores", "1"]
-        + ["--configfile", SMOKE, str(target.relative_to(smoke_run))],
+        + [str(target.relative_to(smoke_run)), "--configfile", SMOKE],
         cwd=smoke_run,
         start_new_session=True,
         stdout=subprocess.DEVNULL,

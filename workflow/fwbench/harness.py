@@ -56,35 +56,54 @@ def _own_cpu_seconds() -> float:
     return times.user + times.system + times.children_user + times.children_system
 
 
+class _OtherCpu:
+    """Other processes' CPU use over a window, in cores: the machine's busy time minus ours.
+    The kernel counts in 10 ms ticks, so windows much shorter than that read as zero."""
+
+    def __enter__(self) -> _OtherCpu:
+        self._machine, self._own = _cpu_busy_seconds(), _own_cpu_seconds()
+        self._start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = time.perf_counter() - self._start
+        other = (_cpu_busy_seconds() - self._machine) - (_own_cpu_seconds() - self._own)
+        self.cores = max(other, 0.0) / elapsed if elapsed > 0 else 0.0
+
+
 def time_calls(
-    call: Callable[[], Any], sync: Callable[[Any], None], warmup: int, repeats: int
+    call: Callable[[], Any],
+    sync: Callable[[Any], None],
+    warmup: int,
+    repeats: int,
+    quiet_probe_s: float = 0.2,
 ) -> Timing:
     """First call (compile + run) timed alone, `warmup` untimed calls, then `repeats` calls
     each timed with perf_counter_ns around call + sync.
 
-    Contention is measured over the timed loop as the machine's busy CPU time minus this
-    process's own, in cores: what other processes took from us.
+    Contention: other processes' CPU use, in cores, during the warm and timed calls and during
+    a `quiet_probe_s` idle probe just before them (the calls alone can be too short for the
+    kernel's 10 ms accounting); the larger of the two is kept.
     """
     load_before = os.getloadavg()[0]
     start = time.perf_counter_ns()
     sync(call())
     first_call_s = (time.perf_counter_ns() - start) * 1e-9
-    for _ in range(warmup):
-        sync(call())
 
+    with _OtherCpu() as probe:
+        time.sleep(quiet_probe_s)
     latency_ns = np.empty(repeats, dtype=np.int64)
-    machine_before, own_before = _cpu_busy_seconds(), _own_cpu_seconds()
-    loop_start = time.perf_counter()
-    for i in range(repeats):
-        start = time.perf_counter_ns()
-        sync(call())
-        latency_ns[i] = time.perf_counter_ns() - start
-    loop_s = time.perf_counter() - loop_start
-    other_s = (_cpu_busy_seconds() - machine_before) - (_own_cpu_seconds() - own_before)
+    with _OtherCpu() as during:
+        for _ in range(warmup):
+            sync(call())
+        for i in range(repeats):
+            start = time.perf_counter_ns()
+            sync(call())
+            latency_ns[i] = time.perf_counter_ns() - start
     return Timing(
         first_call_s=first_call_s,
         latency_s=latency_ns * 1e-9,
-        busy_cpu_other=max(other_s, 0.0) / loop_s if loop_s > 0 else 0.0,
+        busy_cpu_other=max(probe.cores, during.cores),
         load_before=load_before,
         load_after=os.getloadavg()[0],
     )
