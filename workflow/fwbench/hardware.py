@@ -197,7 +197,9 @@ def dtype_support(
     reasons: dict[str, str | None] = {"float32": None, "float64": None}
     if device == "cuda":
         capability = float((gpu or {}).get("compute_capability") or 0)
-        reasons["float16"] = None if capability >= 6.0 else f"compute capability {capability}"
+        reasons["float16"] = (
+            None if capability >= 6.0 else f"compute capability {capability} < 6.0: slow fp16"
+        )
         reasons["bfloat16"] = (
             None if capability >= 8.0 else f"compute capability {capability} < 8.0: no bf16"
         )
@@ -262,6 +264,7 @@ def isa_flop_per_cycle(
         assumptions.append("VDPBF16PS issues at the FMA rate: 4 FLOP per fp32 lane")
     if isa.get("amx_fp16"):
         flop["float16"] = 1024
+        assumptions.append("AMX TMUL: 1024 fp16 FLOP/cycle/core (as for bf16)")
     elif isa.get("avx512_fp16"):
         flop["float16"] = per_lane * width // 16
     return {
@@ -354,22 +357,27 @@ def _gemms(gemm: Any, n: int, trials: int, dtypes: list[str]) -> dict[str, Any]:
 def _worker(request: dict[str, Any]) -> dict[str, Any]:
     """In the worker process: threads first, then the one framework, then the task."""
     threads = setup_threads(request["threads"])
-    framework, task, device = request["framework"], request["task"], request["device"]
+    framework, task, device, args = (
+        request[key] for key in ("framework", "task", "device", "args")
+    )
     if framework == "numpy":
-        setup = {"numpy": np.__version__}
-        tasks = {
-            "gemm": lambda **kw: _gemms(numpy_gemm, **kw),
-            "stream": stream.numpy_stream,
-        }
+        setup, module = {"numpy": np.__version__}, None
     else:
         module = load(framework, "hardware")
         setup = module.setup(threads["threads"])
-        tasks = {
-            "gemm": lambda **kw: _gemms(partial(module.gemm, device=device), **kw),
-            "stream": partial(module.stream_kernels, device=device),
-            "cuda_identity": module.cuda_identity,
-        }
-    return {"setup": setup, "threads": threads, "result": tasks[task](**request["args"])}
+    if task == "gemm":
+        gemm = numpy_gemm if module is None else partial(module.gemm, device=device)
+        result = _gemms(gemm, **args)
+    elif task == "stream":
+        run = (
+            stream.numpy_stream if module is None else partial(module.stream_kernels, device=device)
+        )
+        result = run(**args)
+    elif task == "cuda_identity" and module is not None:
+        result = module.cuda_identity()
+    else:
+        raise ValueError(f"no hardware task {task!r} for {framework}")
+    return {"setup": setup, "threads": threads, "result": result}
 
 
 def _thread_env(threads: int) -> dict[str, str]:
@@ -444,7 +452,7 @@ def _measure_stream(
         worker = run_worker("torch", "stream", args, threads, device, log)
         return worker["result"] | {"runner": "torch", "versions": worker["setup"]}
     if device == "cuda":
-        return {"runner": None, "error": "STREAM on cuda needs torch among the frameworks"}
+        raise ValueError("STREAM on cuda needs torch: numpy would measure the host's memory")
     worker = run_worker("numpy", "stream", args, threads, device, log)
     return worker["result"] | {"runner": "numpy", "versions": worker["setup"]}
 
@@ -552,50 +560,91 @@ def _ridges(
     }
 
 
+def _identify(
+    device: str, frameworks: list[str], threads: int, log: Any
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    cpu = cpu_identity()
+    if device == "cpu":
+        return cpu, None
+    gpu = nvidia_smi_identity() or {}
+    if "torch" in frameworks:
+        gpu |= run_worker("torch", "cuda_identity", {}, threads, device, log)["result"]
+    if not gpu:
+        raise RuntimeError("device 'cuda' but neither nvidia-smi nor torch sees a GPU")
+    return cpu, gpu
+
+
+def _stream_elements(
+    cpu: dict[str, Any], gpu: dict[str, Any] | None, llc_multiple: float
+) -> tuple[int, int]:
+    """Elements per array from the device's last-level cache; and that cache's size."""
+    llc = gpu.get("l2_cache_bytes") if gpu else cpu["caches"]["llc_total_bytes"]
+    if not llc:
+        raise RuntimeError("cannot size STREAM arrays: the last-level cache size is unknown")
+    element_bytes = np.dtype(STREAM_DTYPE).itemsize
+    elements = stream.array_elements(llc, llc_multiple, element_bytes)
+    memory = gpu["memory_total_bytes"] if gpu else psutil.virtual_memory().available
+    stream.check_fits_in_memory(elements, element_bytes, memory)
+    return elements, llc
+
+
+def _sizing(llc: int, llc_multiple: float) -> dict[str, Any]:
+    sizing: dict[str, Any] = {"llc_bytes": llc, "llc_multiple": llc_multiple}
+    if llc_multiple < 4:
+        sizing["note"] = (
+            f"arrays are {llc_multiple} × the last-level cache, below STREAM's rule of 4 ×: "
+            "the rates include cache bandwidth and overstate memory bandwidth"
+        )
+    return sizing
+
+
+def _compare_to_theory(compute: dict[str, Any], theory: dict[str, Any]) -> None:
+    """Best measured ÷ theoretical per dtype. Above 1 means the model is wrong (a nominal clock
+    below the boost clock, say), and is flagged rather than clamped."""
+    for dtype, entry in compute["dtypes"].items():
+        peak = theory["flops_per_s"].get(dtype)
+        ratio = entry["best_flops_per_s"] / peak if entry["best_flops_per_s"] and peak else None
+        entry["best_over_theoretical"] = ratio
+        entry["above_theoretical"] = bool(ratio and ratio > 1)
+
+
 def characterize(
     output: str | os.PathLike,
     settings: dict[str, Any],
     frameworks: list[str],
     device: str,
-    threads: int,
+    threads: int | str,
     lock: str | os.PathLike,
     log: Any = None,
     known_devices_path: str | os.PathLike = KNOWN_DEVICES,
 ) -> dict[str, Any]:
-    """Measure this host (or its GPU), write the JSON atomically to `output`, and return it."""
+    """Measure this host (or its GPU) under the timing lock, write the JSON atomically to
+    `output`, and return it. `log` is an open text file for progress and workers' stderr."""
     check_settings(settings, frameworks, device)
     known_devices = load_known_devices(known_devices_path)
     thread_settings = setup_threads(threads)
     threads = thread_settings["threads"]
     with timing_lock(lock) as lock_wait_s:
-        start_ns = time.time_ns()
+        start_ns, load_before = time.time_ns(), os.getloadavg()[0]
         _log(log, f"lock acquired after {lock_wait_s:.1f} s; threads={threads} device={device}")
-        cpu = cpu_identity()
-        gpu = None
-        if device == "cuda":
-            gpu = nvidia_smi_identity() or {}
-            if "torch" in frameworks:
-                gpu |= run_worker("torch", "cuda_identity", {}, threads, device, log)["result"]
-            if not gpu:
-                raise RuntimeError("device 'cuda' but neither nvidia-smi nor torch sees a GPU")
-        llc = (gpu or {}).get("l2_cache_bytes") if device == "cuda" else None
-        llc = llc or cpu["caches"]["llc_total_bytes"]
-        if not llc:
-            raise RuntimeError("cannot size STREAM arrays: the last-level cache size is unknown")
-        element_bytes = np.dtype(STREAM_DTYPE).itemsize
-        elements = stream.array_elements(llc, settings["stream_llc_multiple"], element_bytes)
-        memory = gpu["memory_total_bytes"] if gpu else psutil.virtual_memory().available
-        stream.check_fits_in_memory(elements, element_bytes, memory)
-        _log(log, f"STREAM: 3 arrays × {elements} × {element_bytes} B")
-        bandwidth = _measure_stream(
-            frameworks, device, threads, elements, settings["stream_trials"], log
-        )
-        bandwidth |= {"llc_bytes": llc, "llc_multiple": settings["stream_llc_multiple"]}
-        triad_Bps = bandwidth.get("kernels", {}).get("triad", {}).get("best_bandwidth_Bps")
+        cpu, gpu = _identify(device, frameworks, threads, log)
+        if device == "cuda" and "torch" not in frameworks:
+            bandwidth = {"runner": None, "error": "STREAM on cuda needs torch among the frameworks"}
+        else:
+            elements, llc = _stream_elements(cpu, gpu, settings["stream_llc_multiple"])
+            _log(log, f"STREAM: 3 arrays × {elements} {STREAM_DTYPE} elements")
+            bandwidth = _measure_stream(
+                frameworks, device, threads, elements, settings["stream_trials"], log
+            )
+            bandwidth |= _sizing(llc, settings["stream_llc_multiple"])
         supported = dtype_support(device, cpu, gpu)
-        compute, versions = _measure_gemms(frameworks, settings, supported, device, threads, log)
-        theory = _theoretical(device, cpu, gpu, threads, known_devices)
-        end_ns = time.time_ns()
+        compute, worker_setups = _measure_gemms(
+            frameworks, settings, supported, device, threads, log
+        )
+        end_ns, load_after = time.time_ns(), os.getloadavg()[0]
+    theory = _theoretical(device, cpu, gpu, threads, known_devices)
+    _compare_to_theory(compute, theory)
+    triad_Bps = bandwidth.get("kernels", {}).get("triad", {}).get("best_bandwidth_Bps")
     result = {
         "schema_version": 1,
         "host": provenance.host(),
@@ -613,11 +662,13 @@ def characterize(
             "threads": thread_settings,
             "lock": str(lock),
             "lock_wait_s": lock_wait_s,
+            "load_before": load_before,
+            "load_after": load_after,
             "settings": settings,
             "frameworks": list(frameworks),
-            "versions": provenance.runtime(("numpy", "py-cpuinfo", "psutil")) | versions,
+            "versions": provenance.runtime(("numpy", "py-cpuinfo", "psutil", "PyYAML")),
+            "framework_settings": worker_setups,
             "git_commit": provenance.git_commit(Path(__file__).parent),
-            "load_after": os.getloadavg()[0],
         },
     }
     write_json_atomic(result, output)

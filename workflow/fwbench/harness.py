@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import fcntl
 import os
 import time
@@ -58,7 +59,9 @@ def _own_cpu_seconds() -> float:
 
 class _OtherCpu:
     """Other processes' CPU use over a window, in cores: the machine's busy time minus ours.
-    The kernel counts in 10 ms ticks, so windows much shorter than that read as zero."""
+    The kernel counts in 10 ms ticks: a window under MIN_WINDOW_S reads as NaN, not as noise."""
+
+    MIN_WINDOW_S = 0.1
 
     def __enter__(self) -> _OtherCpu:
         self._machine, self._own = _cpu_busy_seconds(), _own_cpu_seconds()
@@ -68,7 +71,7 @@ class _OtherCpu:
     def __exit__(self, *exc: object) -> None:
         elapsed = time.perf_counter() - self._start
         other = (_cpu_busy_seconds() - self._machine) - (_own_cpu_seconds() - self._own)
-        self.cores = max(other, 0.0) / elapsed if elapsed > 0 else 0.0
+        self.cores = max(other, 0.0) / elapsed if elapsed >= self.MIN_WINDOW_S else math.nan
 
 
 def time_calls(
@@ -103,7 +106,7 @@ def time_calls(
     return Timing(
         first_call_s=first_call_s,
         latency_s=latency_ns * 1e-9,
-        busy_cpu_other=max(probe.cores, during.cores),
+        busy_cpu_other=float(np.nanmax([probe.cores, during.cores])),
         load_before=load_before,
         load_after=os.getloadavg()[0],
     )

@@ -21,6 +21,7 @@ for _arch in config["architectures"]:
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 ENVS = Path(workflow.basedir) / "envs"
+RESOURCES = Path(workflow.basedir) / "resources"
 THREADS = resolve_threads(config["threads"])
 HOST = provenance.host()
 DEVICE = config["device"]

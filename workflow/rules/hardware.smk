@@ -2,6 +2,8 @@
 
 
 rule hardware:
+    input:
+        peaks=RESOURCES / "peaks.yaml",
     output:
         "results/hardware/{host}-{device}.json",
     log:
