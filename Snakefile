@@ -13,6 +13,7 @@ include: "workflow/rules/hardware.smk"
 include: "workflow/rules/checks.smk"
 include: "workflow/rules/bench.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/compare.smk"
 
 
 rule all:
@@ -21,3 +22,4 @@ rule all:
         HARDWARE_JSON,
         rules.aggregate_bench.output,
         rules.merge_checks.output,
+        rules.compare.output if COMPARED else [],

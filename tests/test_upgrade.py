@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -69,6 +70,14 @@ def test_upgrading_torch_reruns_only_torch_cells_and_keeps_the_old_ones(smoke_co
     assert all(path.exists() for path in old_torch), "the previous version's cells were lost"
     new_torch = sorted((cells / "torch" / NEW_TORCH).rglob("*.nc"))
     assert len(new_torch) == torch_cells
+
+    table = pd.read_csv(workdir / "results/compare/torch.csv", dtype={"new_version": str})
+    assert len(table) == torch_cells
+    assert set(table["new_version"]) == {NEW_TORCH}
+    assert set(table["old_version"]) == {installed_versions("torch")["torch"]}
+    assert set(table["verdict"]) <= {"faster", "slower", "no significant change"}
+    assert (table["ratio"] > 0).all()
+    assert "## torch" in (workdir / "results/compare/summary.md").read_text()
 
 
 def test_a_dimension_edit_reruns_only_that_architectures_cells(smoke_copy):

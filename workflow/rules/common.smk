@@ -1,4 +1,6 @@
 # Validation, the derived sweep, and the helpers every rule uses.
+import glob
+import os
 import re
 from pathlib import Path
 
