@@ -13,6 +13,7 @@ include: "workflow/rules/hardware.smk"
 include: "workflow/rules/checks.smk"
 include: "workflow/rules/bench.smk"
 include: "workflow/rules/aggregate.smk"
+include: "workflow/rules/stats.smk"
 include: "workflow/rules/compare.smk"
 
 
@@ -20,6 +21,6 @@ rule all:
     default_target: True
     input:
         HARDWARE_JSON,
-        rules.aggregate_bench.output,
+        rules.stats.output,
         rules.merge_checks.output,
         rules.compare.output if COMPARED else [],

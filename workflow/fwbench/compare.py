@@ -14,7 +14,7 @@ import pandas as pd
 
 from fwbench.dataset import STATUS_OK, read_cell
 from fwbench.significance import holm, mann_whitney_p
-from fwbench.stats import _rng, median_ci, ratio_of_medians_ci, write_text_atomic
+from fwbench.stats import median_ci, ratio_of_medians_ci, seeded_rng, write_text_atomic
 
 FASTER, SLOWER, SAME = "faster", "slower", "no significant change"
 KEY = ("framework", "mode", "arch", "batch")
@@ -69,14 +69,14 @@ def compare(
             low = high = median = math.nan
             if cell and cell[1] == STATUS_OK:
                 median = float(np.nanmedian(cell[2]))
-                rng = _rng(settings.seed, f"{side}/{key}")
+                rng = seeded_rng(settings.seed, f"{side}/{key}")
                 low, high = median_ci(cell[2], settings.confidence, settings.resamples, rng)
             row[f"{side}_median_s"] = median
             row[f"{side}_ci_low_s"], row[f"{side}_ci_high_s"] = low, high
         comparable = all(cell and cell[1] == STATUS_OK for cell in sides.values())
         row["ratio"] = row["new_median_s"] / row["old_median_s"] if comparable else math.nan
         if comparable:
-            rng = _rng(settings.seed, f"ratio/{key}")
+            rng = seeded_rng(settings.seed, f"ratio/{key}")
             row["ratio_ci_low"], row["ratio_ci_high"] = ratio_of_medians_ci(
                 sides["new"][2], sides["old"][2], settings.confidence, settings.resamples, rng
             )

@@ -109,6 +109,9 @@ def write_atomic(ds: xr.Dataset, path: str | os.PathLike) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes private files; results are for everyone
     try:
         ds.to_netcdf(tmp, engine="h5netcdf")
         with open(tmp, "rb") as handle:

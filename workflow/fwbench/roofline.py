@@ -123,7 +123,9 @@ def roofline(
     flops: np.ndarray, bytes_moved: np.ndarray, median_s: np.ndarray, limits: HardwareLimits
 ) -> RooflineMetrics:
     """The roofline metrics of cells with these FLOPs, bytes and median latencies."""
-    flops, bytes_moved, median_s = (np.asarray(a, dtype=float) for a in (flops, bytes_moved, median_s))
+    flops, bytes_moved, median_s = (
+        np.asarray(a, dtype=float) for a in (flops, bytes_moved, median_s)
+    )
     with np.errstate(divide="ignore", invalid="ignore"):
         compute_s = flops / limits.peak_flops_per_s
         memory_s = bytes_moved / limits.bandwidth_Bps

@@ -1,0 +1,188 @@
+"""The aggregate: every given cell at its coordinates, nothing mixed, nothing lost."""
+
+from __future__ import annotations
+
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from fwbench import dataset
+from fwbench.aggregate import aggregate_cells, read_cell_record, write_aggregate
+from fwbench.dataset import STATUS_FAILED, Cell, write_cell
+
+REPO = Path(__file__).resolve().parents[1]
+PROVENANCE = {
+    "host": "testhost",
+    "device": "cpu",
+    "threads": {"threads": 1, "cores": [0]},
+    "config_hash": "c0ffee",
+    "git_commit": "abc123",
+}
+
+
+def make_cell(
+    framework: str,
+    mode: str,
+    arch: str = "mlp",
+    batch: int = 1,
+    latency_s: list[float] | None = None,
+    version: str = "1.0",
+    **attrs: object,
+) -> Cell:
+    cell = Cell(framework, mode, arch, batch, repeats=len(latency_s or [0, 0, 0]))
+    cell.latency_s = np.array(latency_s if latency_s is not None else [1e-3, 2e-3, 3e-3])
+    cell.scalars = {"first_call_s": 0.5, "flops": 2e6, "bytes": 1e6, "compiled": 1.0}
+    cell.attrs = PROVENANCE | {"framework_version": version, "versions": {framework: version}}
+    cell.attrs |= attrs
+    return cell
+
+
+def write(tmp_path: Path, cell: Cell, name: str | None = None) -> Path:
+    path = tmp_path / (name or f"{cell.framework}-{cell.mode}-{cell.arch}-b{cell.batch}.nc")
+    write_cell(cell, path)
+    return path
+
+
+def test_fast_reader_agrees_with_the_cell_format(tmp_path):
+    cell = make_cell("jax", "jit", latency_s=[1e-3, 5e-4], contended=1, attempts=2)
+    cell.scalars |= {"busy_cpu_other": 0.3, "graph_count": 2.0}
+    path = write(tmp_path, cell)
+    record = read_cell_record(path)
+    reference = dataset.read_cell(path)
+    np.testing.assert_array_equal(record.latency_s, reference["latency_s"].values)
+    for name in dataset.SCALARS:
+        np.testing.assert_equal(record.scalars[name], reference[name].item())
+    for key, value in reference.attrs.items():
+        assert record.attrs[key] == value, key
+    assert record.key == ("jax", "jit", "mlp", 1)
+
+
+def test_each_cell_lands_at_its_coordinates(tmp_path):
+    paths = [
+        write(tmp_path, make_cell("torch", "eager", batch=1, latency_s=[1.0, 2.0])),
+        write(tmp_path, make_cell("torch", "eager", batch=8, latency_s=[3.0, 4.0])),
+        write(tmp_path, make_cell("jax", "jit", arch="lstm", batch=8, latency_s=[5.0, 6.0])),
+    ]
+    ds = aggregate_cells(paths)
+    assert ds["latency_s"].dims == ("framework", "mode", "arch", "batch", "repeat")
+    assert ds["framework"].values.tolist() == ["torch", "jax"]
+    assert ds["mode"].values.tolist() == ["eager", "jit"]
+    assert ds["arch"].values.tolist() == ["mlp", "lstm"]
+    assert ds["batch"].values.tolist() == [1, 8]
+    jit = ds.sel(framework="jax", mode="jit", arch="lstm", batch=8)
+    assert jit["latency_s"].values.tolist() == [5.0, 6.0]
+    eager_b8 = ds.sel(framework="torch", mode="eager", arch="mlp", batch=8)
+    assert eager_b8["latency_s"].values.tolist() == [3.0, 4.0]
+    assert eager_b8["status"].item() == "ok"
+
+
+def test_modes_a_framework_does_not_have_are_absent_and_nan(tmp_path):
+    paths = [
+        write(tmp_path, make_cell("torch", "compiled")),
+        write(tmp_path, make_cell("jax", "jit")),
+    ]
+    ds = aggregate_cells(paths)
+    torch_jit = ds.sel(framework="torch", mode="jit", arch="mlp", batch=1)
+    assert torch_jit["status"].item() == "absent"
+    assert np.isnan(torch_jit["latency_s"].values).all()
+    assert np.isnan(torch_jit["first_call_s"].item())
+    assert ds["status"].sel(framework="jax", mode="jit").item() == "ok"
+
+
+def test_a_failed_cell_stays_failed_with_its_message(tmp_path):
+    failed = make_cell("tensorflow", "xla", error_type="InternalError")
+    failed.latency_s = None
+    failed.attrs |= {"status": STATUS_FAILED, "error_message": "XLA could not compile While"}
+    paths = [write(tmp_path, failed), write(tmp_path, make_cell("tensorflow", "eager"))]
+    cell = aggregate_cells(paths).sel(framework="tensorflow", mode="xla", arch="mlp", batch=1)
+    assert cell["status"].item() == "failed"
+    assert cell["error"].item() == "XLA could not compile While"
+    assert cell["error_type"].item() == "InternalError"
+    assert np.isnan(cell["latency_s"].values).all()
+
+
+def test_shorter_cells_are_padded_with_nan(tmp_path):
+    paths = [
+        write(tmp_path, make_cell("torch", "eager", latency_s=[1.0, 2.0, 3.0, 4.0])),
+        write(tmp_path, make_cell("torch", "compiled", latency_s=[1.0, 2.0])),
+    ]
+    ds = aggregate_cells(paths)
+    assert ds.sizes["repeat"] == 4
+    short = ds["latency_s"].sel(framework="torch", mode="compiled", arch="mlp", batch=1)
+    assert np.isnan(short.values[2:]).all() and short.values[:2].tolist() == [1.0, 2.0]
+
+
+def test_two_cells_for_one_position_raise_naming_both_paths(tmp_path):
+    first = write(tmp_path, make_cell("torch", "eager"), "first.nc")
+    second = write(tmp_path, make_cell("torch", "eager"), "second.nc")
+    with pytest.raises(ValueError, match="torch/eager/mlp/b1") as error:
+        aggregate_cells([first, second])
+    assert str(first) in str(error.value) and str(second) in str(error.value)
+
+
+def test_two_versions_of_one_framework_raise_naming_both_paths(tmp_path):
+    old = write(tmp_path, make_cell("torch", "eager", version="2.12.0"))
+    new = write(tmp_path, make_cell("torch", "compiled", version="2.13.0"))
+    with pytest.raises(ValueError, match="2.12.0") as error:
+        aggregate_cells([old, new])
+    assert str(old) in str(error.value) and str(new) in str(error.value)
+
+
+def test_cells_from_two_hosts_raise(tmp_path):
+    here = write(tmp_path, make_cell("torch", "eager"))
+    there = write(tmp_path, make_cell("jax", "jit", host="otherhost"))
+    with pytest.raises(ValueError, match="host.*otherhost"):
+        aggregate_cells([here, there])
+
+
+def test_versions_and_provenance_are_recorded(tmp_path):
+    paths = [
+        write(tmp_path, make_cell("torch", "eager", version="2.13.0")),
+        write(tmp_path, make_cell("jax", "jit", version="0.10.2", git_commit="def456")),
+    ]
+    ds = aggregate_cells(paths)
+    assert ds["framework_version"].sel(framework="jax").item() == "0.10.2"
+    assert ds["versions"].sel(framework="torch").item() == '{"torch": "2.13.0"}'
+    assert ds.attrs["host"] == "testhost" and ds.attrs["device"] == "cpu"
+    assert ds.attrs["config_hash"] == "c0ffee"
+    assert ds.attrs["git_commit"] == '["abc123", "def456"]'  # differing values are all listed
+    assert ds["git_commit"].sel(framework="jax", mode="jit").item() == "def456"
+
+
+def test_the_written_file_opens_with_units_on_every_number(tmp_path):
+    paths = [write(tmp_path, make_cell("torch", "eager")), write(tmp_path, make_cell("jax", "jit"))]
+    output = tmp_path / "aggregate" / "bench.nc"
+    write_aggregate(paths, output)
+    with xr.open_dataset(output) as ds:
+        numeric = [name for name, var in ds.data_vars.items() if var.dtype.kind == "f"]
+        assert {"latency_s", "first_call_s", "flops", "contended"} <= set(numeric)
+        assert all("units" in ds[name].attrs for name in numeric)
+        assert ds["latency_s"].attrs["units"] == "s"
+        assert ds["status"].sel(framework="torch", mode="jit").item() == "absent"
+        assert ds.attrs["cells"] == 2
+
+
+def test_a_file_that_is_not_a_cell_is_named(tmp_path):
+    other = tmp_path / "other.nc"
+    xr.Dataset({"x": ("t", [1.0])}).to_netcdf(other, engine="h5netcdf")
+    with pytest.raises(ValueError, match="other.nc is not a cell file"):
+        aggregate_cells([other])
+    with pytest.raises(ValueError, match="no cell files"):
+        aggregate_cells([])
+
+
+def test_the_rule_script_aggregates_the_given_cells(tmp_path):
+    from snakemake.iocontainers import Namedlist
+
+    paths = [str(write(tmp_path, make_cell("torch", "eager")))]
+    output, log = tmp_path / "bench.nc", tmp_path / "aggregate.log"
+    fake = type("Snakemake", (), {})()
+    fake.input = Namedlist(fromdict={"cells": paths})
+    fake.output, fake.log = Namedlist([str(output)]), Namedlist([str(log)])
+    runpy.run_path(str(REPO / "workflow/scripts/aggregate.py"), init_globals={"snakemake": fake})
+    with xr.open_dataset(output) as ds:
+        assert ds.attrs["cells"] == 1
+    assert "aggregated 1 cells" in log.read_text()

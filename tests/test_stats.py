@@ -1,0 +1,353 @@
+"""Statistics, roofline and winners on synthetic samples whose answers are known."""
+
+from __future__ import annotations
+
+import json
+import math
+import runpy
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from fwbench.aggregate import aggregate_cells
+from fwbench.dataset import STATUS_FAILED, Cell, write_cell
+from fwbench.roofline import (
+    HardwareLimits,
+    limits_from_document,
+    no_hardware_limits,
+    read_hardware_limits,
+    roofline,
+)
+from fwbench.significance import TIE, WINNER, Contest, decide, holm
+from fwbench.stats import (
+    TABLES,
+    StatsSettings,
+    break_even_iterations,
+    describe,
+    median_ci,
+    ratio_of_medians_ci,
+    summarize,
+    tidy,
+    write_outputs,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+LIMITS = HardwareLimits(peak_flops_per_s=1e9, bandwidth_Bps=1e9, source="test")
+SETTINGS = StatsSettings(bootstrap_resamples=200, table_batch=1)
+HARDWARE = {
+    "peak_flops": {"float32": {"measured": 4e11, "theoretical": None}},
+    "bandwidth_Bps": {"triad": 2.9e10, "copy": 3.1e10},
+    "ridge_flop_per_byte": {"measured": 13.8, "theoretical": None},
+}
+
+
+def rng(seed: int = 0) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+# --- descriptive statistics and bootstrap CIs -----------------------------------------------
+
+
+def test_descriptive_statistics_of_a_known_sample():
+    result = describe(np.array([1.0, 2.0, 3.0, 4.0, 5.0, np.nan]))
+    assert result["n"] == 5
+    assert result["median_s"] == 3.0 and result["mean_s"] == 3.0
+    assert result["std_s"] == pytest.approx(math.sqrt(2.5))  # ddof 1
+    assert result["cv_pct"] == pytest.approx(100 * math.sqrt(2.5) / 3)  # 52.7 %
+    assert result["iqr_s"] == 2.0
+    assert result["min_s"] == 1.0
+    assert result["p95_s"] == pytest.approx(4.8)
+
+
+def test_describe_works_cell_by_cell_and_leaves_empty_cells_nan():
+    samples = np.array([[1.0, 1.0, 1.0], [np.nan, np.nan, np.nan]])
+    result = describe(samples)
+    assert result["cv_pct"][0] == 0.0
+    assert np.isnan(result["median_s"][1]) and result["n"][1] == 0
+
+
+def test_median_ci_of_a_big_sample_contains_the_true_median_and_is_narrow():
+    true_median = 2e-4
+    sample = true_median * rng().lognormal(0.0, 0.1, 2001)  # lognormal median = exp(mu)
+    low, high = median_ci(sample, 0.95, 1000, rng(1))
+    assert low < true_median < high
+    assert high - low < 0.02 * true_median
+
+
+def test_median_ci_is_reproducible_with_the_same_seed_and_nan_for_one_sample():
+    sample = rng().normal(1.0, 0.1, 30)
+    assert median_ci(sample, 0.95, 300, rng(7)) == median_ci(sample, 0.95, 300, rng(7))
+    assert all(math.isnan(v) for v in median_ci(np.array([1.0]), 0.95, 300, rng(7)))
+
+
+def test_ratio_ci_contains_the_true_ratio_of_medians():
+    eager = 1.25e-3 * rng(1).lognormal(0.0, 0.05, 400)
+    compiled = 1.0e-3 * rng(2).lognormal(0.0, 0.05, 400)
+    low, high = ratio_of_medians_ci(eager, compiled, 0.95, 1000, rng(3))
+    assert low < 1.25 < high
+    assert high - low < 0.05
+
+
+# --- break-even -----------------------------------------------------------------------------
+
+
+def test_break_even_on_a_hand_example():
+    # compiled: 5 s first call, then free; eager: 1 s per call. 5 + 0 <= 1 + 4 first at n = 5.
+    assert break_even_iterations(1.0, 1.0, 5.0, 0.0) == 5
+    # 2 s of compilation recovered at 50 µs per call: 40,000 more calls, so n = 40,001.
+    assert break_even_iterations(0.0, 100e-6, 2.0, 50e-6) == 40_001
+
+
+def test_break_even_is_one_when_compiling_costs_nothing_and_inf_when_it_never_pays():
+    assert break_even_iterations(2.0, 1.0, 1.0, 1.5) == 1
+    assert break_even_iterations(1.0, 1.0, 2.0, 1.0) == math.inf
+    assert math.isnan(break_even_iterations(1.0, math.nan, 2.0, 0.5))
+
+
+# --- significance ---------------------------------------------------------------------------
+
+
+def test_holm_on_a_hand_example():
+    # sorted: 0.01·3 = 0.03, 0.03·2 = 0.06, 0.04·1 = 0.04 → raised to the running max 0.06
+    np.testing.assert_allclose(holm([0.01, 0.04, 0.03]), [0.03, 0.06, 0.06])
+    with pytest.raises(ValueError, match="1.5"):
+        holm([0.5, 1.5])
+
+
+def test_a_clear_ten_percent_shift_is_a_significant_winner():
+    fast = 1.0e-3 * rng(1).normal(1.0, 0.01, 40)
+    slow = 1.1e-3 * rng(2).normal(1.0, 0.01, 40)
+    (verdict,) = decide([Contest("mlp", "all", {"a/fast": fast, "b/slow": slow})], alpha=0.01)
+    assert verdict.verdict == WINNER and verdict.winner == "a/fast"
+    assert verdict.runner_up == "b/slow" and verdict.p_holm < 1e-6
+
+
+def test_two_draws_from_one_distribution_are_a_tie_naming_both():
+    first = 1e-3 * rng(1).lognormal(0.0, 0.05, 40)
+    second = 1e-3 * rng(2).lognormal(0.0, 0.05, 40)
+    third = 2e-3 * rng(3).lognormal(0.0, 0.05, 40)
+    samples = {"x/a": first, "y/b": second, "z/slow": third}
+    (verdict,) = decide([Contest("mlp", "all", samples)], alpha=0.01)
+    assert verdict.verdict == TIE and verdict.winner == ""
+    assert set(verdict.tied) == {"x/a", "y/b"}  # the clearly slower one is not tied
+    assert verdict.p_holm >= 0.01
+
+
+def test_holm_correction_spans_the_whole_table():
+    # 5 vs 5 samples that do not overlap: exact two-sided p = 2 / C(10, 5) = 0.0079 < 0.01.
+    # Two such rows in one table: the smaller p is doubled to 0.0159, so neither is declared.
+    samples = {"a": np.array([1.0, 1.1, 1.2, 1.3, 1.4]), "b": np.array([2.0, 2.1, 2.2, 2.3, 2.4])}
+    (alone,) = decide([Contest(0, "all", samples)], alpha=0.01)
+    assert alone.verdict == WINNER and alone.p_holm == pytest.approx(2 / 252)
+    two_rows = decide([Contest(0, "all", samples), Contest(1, "all", samples)], alpha=0.01)
+    assert [v.verdict for v in two_rows] == [TIE, TIE]
+    assert two_rows[0].p_holm == pytest.approx(4 / 252)
+    # The same comparison in two scopes of one (arch, batch) is one test, not two.
+    scopes = decide([Contest(0, "compiled", samples), Contest(0, "all", samples)], alpha=0.01)
+    assert [v.verdict for v in scopes] == [WINNER, WINNER]
+
+
+# --- roofline and hardware limits -----------------------------------------------------------
+
+
+def test_roofline_on_a_hand_example():
+    limits = HardwareLimits(peak_flops_per_s=100.0, bandwidth_Bps=10.0, source="hand")
+    metrics = roofline(
+        np.array([1000.0, 100.0]), np.array([10.0, 100.0]), np.array([20.0, 20.0]), limits
+    )
+    np.testing.assert_allclose(metrics.lower_bound_s, [10.0, 10.0])  # compute / memory bound
+    np.testing.assert_allclose(metrics.efficiency, [0.5, 0.5])
+    np.testing.assert_allclose(metrics.arithmetic_intensity, [100.0, 1.0])
+    assert metrics.bound.tolist() == ["compute", "memory"]
+
+
+def test_hardware_limits_use_measured_fp32_peak_and_triad(tmp_path):
+    path = tmp_path / "host-cpu.json"
+    path.write_text(json.dumps(HARDWARE))
+    limits = read_hardware_limits(path)
+    assert limits.peak_flops_per_s == 4e11 and limits.bandwidth_Bps == 2.9e10
+    assert limits.problems == () and limits.reported_ridge_flop_per_byte == 13.8
+
+
+def test_a_missing_limit_is_nan_with_the_reason_and_a_bad_one_raises():
+    partial = {"peak_flops": {"float32": {"measured": None}}, "bandwidth_Bps": {"copy": 1e10}}
+    limits = limits_from_document(partial, "hw.json")
+    assert math.isnan(limits.peak_flops_per_s) and math.isnan(limits.bandwidth_Bps)
+    assert "peak_flops.float32.measured is null in hw.json" in limits.problems
+    assert "bandwidth_Bps.triad is missing in hw.json" in limits.problems
+    with pytest.raises(ValueError, match="-5"):
+        limits_from_document(HARDWARE | {"bandwidth_Bps": {"triad": -5}}, "hw.json")
+
+
+# --- the summary of an aggregate ------------------------------------------------------------
+
+
+def cell(framework, mode, latency_s, arch="mlp", batch=1, **scalars) -> Cell:
+    c = Cell(framework, mode, arch, batch, repeats=len(latency_s))
+    c.latency_s = np.asarray(latency_s)
+    c.scalars = {"first_call_s": 1.0, "flops": 1e3, "bytes": 1e3, "compiled": 1.0} | scalars
+    c.attrs = {"framework_version": "1.0", "host": "h", "device": "cpu", "contended": 0}
+    return c
+
+
+def bench_of(tmp_path: Path, cells: list[Cell]) -> xr.Dataset:
+    paths = []
+    for i, c in enumerate(cells):
+        paths.append(tmp_path / f"cell{i}.nc")
+        write_cell(c, paths[-1])
+    return aggregate_cells(paths)
+
+
+def noisy(median: float, n: int = 40, seed: int = 0, spread: float = 0.01) -> np.ndarray:
+    return median * rng(seed).normal(1.0, spread, n)
+
+
+def test_efficiency_above_one_is_flagged_and_not_clamped(tmp_path):
+    # lower bound = max(4e3 FLOP / 1e9, 1e3 B / 1e9) = 4 µs; median 2 µs → efficiency 2
+    bench = bench_of(tmp_path, [cell("torch", "eager", [2e-6] * 5, flops=4e3)])
+    summary = summarize(bench, LIMITS, SETTINGS).sel(framework="torch", mode="eager")
+    assert summary["efficiency"].item() == pytest.approx(2.0)
+    assert "invalid_fast" in summary["flags"].item()
+
+
+def test_a_failed_cell_stays_visible_with_its_message(tmp_path):
+    failed = cell("jax", "jit", [np.nan] * 5)
+    failed.attrs |= {
+        "status": STATUS_FAILED,
+        "error_type": "XlaRuntimeError",
+        "error_message": "RESOURCE_EXHAUSTED: out of memory",
+    }
+    bench = bench_of(tmp_path, [cell("jax", "eager", noisy(1e-3)), failed])
+    summary = summarize(bench, LIMITS, SETTINGS)
+    rows = tidy(summary).set_index("mode")
+    assert rows.loc["jit", "status"] == "failed"
+    assert rows.loc["jit", "error"] == "RESOURCE_EXHAUSTED: out of memory"
+    assert np.isnan(rows.loc["jit", "median_s"]) and rows.loc["eager", "status"] == "ok"
+    winners = summary["winner_verdict"].sel(arch="mlp", batch=1, scope="all").item()
+    assert winners == "only"  # the failed variant does not compete
+
+
+def test_absent_positions_are_not_rows_but_failed_ones_are(tmp_path):
+    bench = bench_of(
+        tmp_path, [cell("torch", "eager", noisy(1e-3)), cell("jax", "jit", noisy(1e-3, seed=1))]
+    )
+    rows = tidy(summarize(bench, LIMITS, SETTINGS))
+    assert sorted(zip(rows["framework"], rows["mode"], strict=True)) == [
+        ("jax", "jit"),
+        ("torch", "eager"),
+    ]
+
+
+def test_compile_speedup_overhead_and_break_even_per_compiled_mode(tmp_path):
+    eager = cell("torch", "eager", [4e-3] * 5, first_call_s=0.010)
+    compiled = cell("torch", "compiled", [2e-3] * 5, first_call_s=2.010)
+    summary = summarize(bench_of(tmp_path, [eager, compiled]), LIMITS, SETTINGS)
+    row = summary.sel(framework="torch", mode="compiled", arch="mlp", batch=1)
+    assert row["speedup_vs_eager"].item() == pytest.approx(2.0)
+    assert row["speedup_ci_low"].item() == pytest.approx(2.0)  # constant samples
+    assert row["compile_overhead_s"].item() == pytest.approx(2.008)
+    assert row["break_even_iterations"].item() == 1001  # 2 s / 2 ms saved per call, plus one
+    assert np.isnan(summary["speedup_vs_eager"].sel(mode="eager").item())
+
+
+def test_noise_flags_follow_the_threshold_and_contention(tmp_path):
+    quiet = cell("torch", "eager", noisy(1e-3, spread=0.01))
+    loud = cell("jax", "eager", noisy(1e-3, spread=0.3, seed=2))
+    busy = cell("tensorflow", "eager", noisy(1e-3, seed=3))
+    busy.attrs["contended"] = 1
+    fallback = cell("torch", "compiled", noisy(1e-3, seed=4), compiled=0.0)
+    summary = summarize(bench_of(tmp_path, [quiet, loud, busy, fallback]), LIMITS, SETTINGS)
+    flags = summary["flags"].sel(arch="mlp", batch=1)
+    assert flags.sel(framework="torch", mode="eager").item() == ""
+    assert flags.sel(framework="jax", mode="eager").item() == "high_cv"
+    assert flags.sel(framework="tensorflow", mode="eager").item() == "contended"
+    assert flags.sel(framework="torch", mode="compiled").item() == "not_compiled"
+
+
+def test_winners_among_compiled_and_among_all_variants(tmp_path):
+    cells = [
+        cell("torch", "eager", noisy(0.90e-3, seed=1)),  # fastest overall, but eager
+        cell("torch", "compiled", noisy(1.00e-3, seed=2)),
+        cell("jax", "jit", noisy(1.10e-3, seed=3)),
+    ]
+    summary = summarize(bench_of(tmp_path, cells), LIMITS, SETTINGS)
+    verdicts = summary.sel(arch="mlp", batch=1)
+    assert verdicts["winner"].sel(scope="all").item() == "torch/eager"
+    assert verdicts["winner"].sel(scope="compiled").item() == "torch/compiled"
+    assert verdicts["winner_candidates"].sel(scope="compiled").item() == 2
+
+
+def test_missing_hardware_limits_leave_the_roofline_nan_and_say_why(tmp_path):
+    bench = bench_of(tmp_path, [cell("torch", "eager", noisy(1e-3))])
+    summary = summarize(bench, no_hardware_limits("no hardware file was given"), SETTINGS)
+    assert np.isnan(summary["efficiency"]).all()
+    assert "no hardware file was given" in summary.attrs["roofline"]
+    assert summary["median_s"].sel(framework="torch", mode="eager").item() > 0
+
+
+def test_settings_reject_bad_values_by_name():
+    with pytest.raises(ValueError, match="alpha=1.5"):
+        StatsSettings(alpha=1.5)
+    with pytest.raises(ValueError, match="cv_threshold"):
+        StatsSettings.from_mapping({"cv_threshold": 5})
+
+
+# --- outputs --------------------------------------------------------------------------------
+
+
+def test_the_rule_script_writes_every_output(tmp_path):
+    from snakemake.iocontainers import Namedlist
+
+    failed = cell("tensorflow", "xla", [np.nan] * 5)
+    failed.attrs |= {"status": STATUS_FAILED, "error_message": "unsupported op While"}
+    bench = bench_of(
+        tmp_path,
+        [
+            cell("torch", "eager", noisy(1.0e-3, seed=1)),
+            cell("torch", "compiled", noisy(0.5e-3, seed=2)),
+            cell("tensorflow", "eager", noisy(2.0e-3, seed=3)),
+            failed,
+        ],
+    )
+    bench.to_netcdf(tmp_path / "bench.nc", engine="h5netcdf")
+    (tmp_path / "hw.json").write_text(json.dumps(HARDWARE))
+    out = tmp_path / "summary"
+    outputs = {"nc": out / "stats.nc", "csv": out / "stats.csv"}
+    outputs |= {name: out / "tables" / f"{name}.md" for name in TABLES}
+    fake = type("Snakemake", (), {})()
+    fake.input = Namedlist(
+        fromdict={"bench": str(tmp_path / "bench.nc"), "hardware": str(tmp_path / "hw.json")}
+    )
+    fake.output = Namedlist(fromdict={k: str(v) for k, v in outputs.items()})
+    fake.params = Namedlist(
+        fromdict={"stats": {"alpha": 0.01, "table_batch": 1, "bootstrap_resamples": 200}, "seed": 3}
+    )
+    fake.log = Namedlist([str(tmp_path / "stats.log")])
+    runpy.run_path(str(REPO / "workflow/scripts/stats.py"), init_globals={"snakemake": fake})
+
+    csv = pd.read_csv(outputs["csv"])
+    assert len(csv) == 4 and set(csv["status"]) == {"ok", "failed"}
+    with xr.open_dataset(outputs["nc"]) as stats:
+        assert stats.attrs["stats_seed"] == 3 and stats.attrs["roofline_bandwidth_Bps"] == 2.9e10
+        fastest_us = stats["median_s"].sel(framework="torch", mode="compiled").item() * 1e6
+    (mlp_row,) = [row for row in outputs["latency"].read_text().splitlines() if "| mlp |" in row]
+    assert f"**{fastest_us:,.1f}**" in mlp_row and mlp_row.count("**") == 2  # fastest in bold
+    assert "| failed |" in mlp_row
+    assert "unsupported op While" in outputs["failed"].read_text()
+    assert "torch/compiled" in outputs["winners"].read_text()
+    assert "2.00 [" in outputs["compile_speedup"].read_text()  # ≈ 1 ms / 0.5 ms
+    assert "GB/s (triad)" in outputs["efficiency"].read_text()
+
+
+def test_tables_need_a_path_each(tmp_path):
+    summary = summarize(bench_of(tmp_path, [cell("torch", "eager", noisy(1e-3))]), LIMITS, SETTINGS)
+    with pytest.raises(ValueError, match="winners"):
+        write_outputs(
+            summary,
+            tmp_path / "s.nc",
+            tmp_path / "s.csv",
+            {n: tmp_path / n for n in TABLES if n != "winners"},
+        )

@@ -1,0 +1,144 @@
+"""Winners only with significance: Mann–Whitney U tests under Holm's correction.
+
+A contest is one row of the winners table: the variants of one (arch, batch), within a scope
+(e.g. compiled variants only, or all variants). The fastest by median is compared with every
+other variant by a two-sided Mann–Whitney U test. All comparisons of the table form one family
+and are corrected together with Holm's step-down method (a comparison that two rows share,
+e.g. when the fastest of all variants is also the fastest compiled one, is counted once).
+
+A row declares a winner only when the fastest is significantly different from every other
+variant (adjusted p < alpha), the runner-up included; otherwise it is a tie, and the tied set
+is the fastest plus every variant not significantly slower than it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+WINNER, TIE, ONLY, NONE = "winner", "tie", "only", "none"
+
+
+def holm(p_values: Sequence[float]) -> np.ndarray:
+    """Holm's step-down adjusted p-values (NaN counts as 1), in the input order."""
+    p = np.nan_to_num(np.asarray(p_values, dtype=float), nan=1.0)
+    if np.any((p < 0) | (p > 1)):
+        raise ValueError(f"p-values must lie in [0, 1], got {p.tolist()}")
+    order = np.argsort(p, kind="stable")
+    scaled = (len(p) - np.arange(len(p))) * p[order]
+    adjusted = np.empty_like(p)
+    adjusted[order] = np.minimum(np.maximum.accumulate(scaled), 1.0)
+    return adjusted
+
+
+def mann_whitney_p(x: np.ndarray, y: np.ndarray) -> float:
+    """Two-sided Mann–Whitney U p-value of two samples (NaNs dropped)."""
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    x, y = x[np.isfinite(x)], y[np.isfinite(y)]
+    if len(x) == 0 or len(y) == 0:
+        raise ValueError(f"Mann–Whitney needs two non-empty samples, got {len(x)} and {len(y)}")
+    return float(stats.mannwhitneyu(x, y, alternative="two-sided").pvalue)
+
+
+@dataclass(frozen=True)
+class Contest:
+    """The variants of one table row and their warm-iteration samples.
+
+    `group` names what the samples are of (e.g. (arch, batch)): two contests of one group share
+    their samples, so a comparison they both make is one test."""
+
+    group: Hashable
+    scope: str
+    samples: Mapping[str, np.ndarray]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str  # WINNER | TIE | ONLY (a single candidate) | NONE (no candidate)
+    winner: str  # the declared winner, "" unless verdict is WINNER or ONLY
+    fastest: str
+    runner_up: str
+    fastest_median_s: float
+    runner_up_median_s: float
+    p_value: float  # fastest vs runner-up, before correction
+    p_holm: float  # the same, Holm-adjusted across the table
+    tied: tuple[str, ...]  # the fastest and every variant not significantly slower
+    candidates: int
+
+
+def _by_median(samples: Mapping[str, np.ndarray]) -> list[tuple[str, np.ndarray, float]]:
+    ranked = []
+    for label, values in samples.items():
+        values = np.asarray(values, dtype=float)
+        values = values[np.isfinite(values)]
+        if len(values):
+            ranked.append((label, values, float(np.median(values))))
+    return sorted(ranked, key=lambda item: item[2])
+
+
+def decide(contests: Sequence[Contest], alpha: float) -> list[Verdict]:
+    """One verdict per contest, all comparisons corrected together (see the module text)."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    ranked = [_by_median(contest.samples) for contest in contests]
+    family: dict[tuple[Hashable, str, str], float] = {}
+    for contest, variants in zip(contests, ranked, strict=True):
+        if len(variants) < 2:
+            continue
+        fastest_label, fastest_values, _ = variants[0]
+        for label, values, _ in variants[1:]:
+            key = (contest.group, fastest_label, label)
+            if key not in family:
+                family[key] = mann_whitney_p(fastest_values, values)
+    adjusted = dict(zip(family, holm(list(family.values())), strict=True))
+
+    verdicts = []
+    for contest, variants in zip(contests, ranked, strict=True):
+        if not variants:
+            verdicts.append(
+                Verdict(NONE, "", "", "", math.nan, math.nan, math.nan, math.nan, (), 0)
+            )
+            continue
+        fastest, fastest_median = variants[0][0], variants[0][2]
+        if len(variants) == 1:
+            verdicts.append(
+                Verdict(
+                    ONLY,
+                    fastest,
+                    fastest,
+                    "",
+                    fastest_median,
+                    math.nan,
+                    math.nan,
+                    math.nan,
+                    (fastest,),
+                    1,
+                )
+            )
+            continue
+        runner_up, runner_up_median = variants[1][0], variants[1][2]
+        tied = [fastest] + [
+            label
+            for label, _, _ in variants[1:]
+            if adjusted[(contest.group, fastest, label)] >= alpha
+        ]
+        key = (contest.group, fastest, runner_up)
+        verdicts.append(
+            Verdict(
+                WINNER if len(tied) == 1 else TIE,
+                fastest if len(tied) == 1 else "",
+                fastest,
+                runner_up,
+                fastest_median,
+                runner_up_median,
+                family[key],
+                float(adjusted[key]),
+                tuple(tied),
+                len(variants),
+            )
+        )
+    return verdicts
