@@ -37,10 +37,12 @@ from fwbench.stats import (
 REPO = Path(__file__).resolve().parents[1]
 LIMITS = HardwareLimits(peak_flops_per_s=1e9, bandwidth_Bps=1e9, source="test")
 SETTINGS = StatsSettings(bootstrap_resamples=200, table_batch=1)
-HARDWARE = {
-    "peak_flops": {"float32": {"measured": 4e11, "theoretical": None}},
-    "bandwidth_Bps": {"triad": 2.9e10, "copy": 3.1e10},
-    "ridge_flop_per_byte": {"measured": 13.8, "theoretical": None},
+HARDWARE = {  # the shape fwbench.hardware writes, trimmed to what the roofline reads
+    "compute": {"dtypes": {"float32": {"best_flops_per_s": 4e11}}},
+    "bandwidth": {
+        "kernels": {"triad": {"best_bandwidth_Bps": 2.9e10}, "copy": {"best_bandwidth_Bps": 3.1e10}}
+    },
+    "ridge": {"per_dtype": {"float32": {"measured_flop_per_byte": 13.8}}},
 }
 
 
@@ -173,13 +175,17 @@ def test_hardware_limits_use_measured_fp32_peak_and_triad(tmp_path):
 
 
 def test_a_missing_limit_is_nan_with_the_reason_and_a_bad_one_raises():
-    partial = {"peak_flops": {"float32": {"measured": None}}, "bandwidth_Bps": {"copy": 1e10}}
+    partial = {
+        "compute": {"dtypes": {"float32": {"best_flops_per_s": None}}},
+        "bandwidth": {"kernels": {"copy": {"best_bandwidth_Bps": 1e10}}},
+    }
     limits = limits_from_document(partial, "hw.json")
     assert math.isnan(limits.peak_flops_per_s) and math.isnan(limits.bandwidth_Bps)
-    assert "peak_flops.float32.measured is null in hw.json" in limits.problems
-    assert "bandwidth_Bps.triad is missing in hw.json" in limits.problems
+    assert "compute.dtypes.float32.best_flops_per_s is null in hw.json" in limits.problems
+    assert "bandwidth.kernels.triad is missing in hw.json" in limits.problems
+    bad = {"kernels": {"triad": {"best_bandwidth_Bps": -5}}}
     with pytest.raises(ValueError, match="-5"):
-        limits_from_document(HARDWARE | {"bandwidth_Bps": {"triad": -5}}, "hw.json")
+        limits_from_document(HARDWARE | {"bandwidth": bad}, "hw.json")
 
 
 # --- the summary of an aggregate ------------------------------------------------------------

@@ -25,9 +25,9 @@ import numpy as np
 
 # Where each limit sits in the hardware JSON, as key paths.
 HARDWARE_KEYS: dict[str, tuple[str, ...]] = {
-    "peak_flops_per_s": ("peak_flops", "float32", "measured"),
-    "bandwidth_Bps": ("bandwidth_Bps", "triad"),
-    "ridge_flop_per_byte": ("ridge_flop_per_byte", "measured"),
+    "peak_flops_per_s": ("compute", "dtypes", "float32", "best_flops_per_s"),
+    "bandwidth_Bps": ("bandwidth", "kernels", "triad", "best_bandwidth_Bps"),
+    "ridge_flop_per_byte": ("ridge", "per_dtype", "float32", "measured_flop_per_byte"),
 }
 INVALID_FAST = "invalid_fast"
 
