@@ -9,6 +9,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -99,3 +100,20 @@ def test_an_interrupted_job_leaves_no_output_and_only_it_reruns(smoke_copy):
     assert plan.returncode == 0, plan.stdout + plan.stderr
     planned = [line.split()[0] for line in plan.stdout.splitlines() if line.startswith("bench ")]
     assert planned == ["bench"], plan.stdout
+
+
+def test_stats_carry_roofline_metrics_from_the_measured_hardware(smoke_run):
+    stats = pd.read_csv(smoke_run / "results/summary/stats.csv")
+    batches = yaml.safe_load(Path(SMOKE).read_text())["batch_sizes"]
+    ok = stats[stats["status"] == "ok"]
+    assert (ok["efficiency"] > 0).all() and (ok["lower_bound_s"] > 0).all()
+    failed = stats[stats["status"] == "failed"]
+    assert len(failed) == len(batches) and set(failed["error_type"]) == {"InjectedFailure"}
+    assert len(ok) == len(stats) - len(batches)
+
+
+def test_equivalence_checks_pass_for_every_framework_and_mode(smoke_run):
+    table = pd.read_csv(smoke_run / "results/checks/equivalence.csv")
+    config = yaml.safe_load(Path(SMOKE).read_text())
+    assert set(table["framework"]) == set(config["frameworks"])
+    assert table["pass"].all(), table[~table["pass"]].to_string()
