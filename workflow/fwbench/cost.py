@@ -8,14 +8,15 @@ FLOP conventions (also in COUNTING_CONVENTIONS, for the report):
   kernel at every output position (padding zeros included, as frameworks compute them).
   This is `matmul_flops`, the part framework FLOP counters count.
 - bias add, residual add, the recurrent sum x@W_ih + h@W_hh: 1 per element.
-- ReLU, tanh, sigmoid: 1 per element.
+- ReLU, tanh, exp: 1 per element; sigmoid 4 (negate, exp, add, divide: 1 / (1 + exp(-x)),
+  as the reference computes it and XLA counts it).
 - 2x2 max-pool: 1 per input element in a pooling window (4 per output; cropped odd
   rows/columns are not compared).
 - attention: QK^T and PV are matmuls (above); the 1/sqrt(head_dim) scale 1 per score;
   softmax 5 per score (max, subtract, exp, sum, divide).
 - layer norm: 8 per element (mean: sum; variance: subtract, square, sum; normalize:
   subtract, divide; scale, shift) + 4 per row (the two divides of the means, + eps, sqrt).
-- LSTM gate math: 9 per hidden unit per step (3 sigmoids, 2 tanh, 3 multiplies, 1 add);
+- LSTM gate math: 18 per hidden unit per step (3 sigmoids, 2 tanh, 3 multiplies, 1 add);
   Elman RNN: 1 (tanh). A reduction over n elements counts n.
 - mean-pool over the sequence: 1 per input element + 1 per output element (the divide).
 
@@ -38,7 +39,8 @@ FLOPS_PER_MAC = 2
 SOFTMAX_FLOPS_PER_ELEMENT = 5
 LAYER_NORM_FLOPS_PER_ELEMENT = 8
 LAYER_NORM_FLOPS_PER_ROW = 4
-LSTM_GATE_FLOPS_PER_UNIT = 9
+SIGMOID_FLOPS_PER_ELEMENT = 4
+LSTM_GATE_FLOPS_PER_UNIT = 3 * SIGMOID_FLOPS_PER_ELEMENT + 2 + 3 + 1
 RNN_GATE_FLOPS_PER_UNIT = 1
 MAX_POOL_FLOPS_PER_INPUT = 1
 
@@ -46,8 +48,8 @@ DTYPE_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 
 COUNTING_CONVENTIONS = (
     "FLOPs: 2 per multiply-add (matmul, convolution incl. padding, attention QK^T and PV); "
-    "1 per element for bias add, residual add, recurrent sum, ReLU, tanh, sigmoid, the "
-    "attention scale; 2x2 max-pool 1 per compared input element; softmax "
+    "1 per element for bias add, residual add, recurrent sum, ReLU, tanh, exp, the "
+    f"attention scale; sigmoid {SIGMOID_FLOPS_PER_ELEMENT} per element; 2x2 max-pool 1 per compared input element; softmax "
     f"{SOFTMAX_FLOPS_PER_ELEMENT} per element; layer norm {LAYER_NORM_FLOPS_PER_ELEMENT} per "
     f"element + {LAYER_NORM_FLOPS_PER_ROW} per row; LSTM gate math "
     f"{LSTM_GATE_FLOPS_PER_UNIT} per hidden unit per step; mean-pool 1 per input + 1 per "
