@@ -15,12 +15,14 @@ include: "workflow/rules/bench.smk"
 include: "workflow/rules/aggregate.smk"
 include: "workflow/rules/stats.smk"
 include: "workflow/rules/compare.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
         HARDWARE_JSON,
-        rules.stats.output,
+        rules.report.output,
         rules.merge_checks.output,
         rules.compare.output if COMPARED else [],

@@ -94,7 +94,7 @@ def pinned_versions(env_file: str | Path, framework: str) -> dict[str, str]:
         for line in entry.get("pip", []) if isinstance(entry, dict) else [entry]:
             name, sep, version = str(line).split(";")[0].replace("==", "=").partition("=")
             if sep:
-                pins[name.strip().lower()] = version.strip()
+                pins[name.split("[")[0].strip().lower()] = version.strip()
     main, extras = DISTRIBUTIONS[framework]
     versions = {name: pins[name] for name in main if name in pins}
     if not versions:

@@ -4,17 +4,17 @@
 rule aggregate_bench:
     input:
         cells=expand(
-            "results/cells/{framework}/{version}/{mode}/{arch}/b{batch}.nc", zip, **{
-                key: [cell[key] for cell in CELLS] for key in CELLS[0]
-            }
+            "results/cells/{framework}/{version}/{mode}/{arch}/b{batch}.nc",
+            zip,
+            **{key: [cell[key] for cell in CELLS] for key in CELLS[0]},
         ),
     output:
         "results/aggregate/bench.nc",
     log:
         "results/logs/aggregate/bench.log",
-    resources:
-        timing_slot=1,
     conda:
         "../../envs/analysis.yaml"
+    resources:
+        timing_slot=1,
     script:
         "../scripts/aggregate.py"

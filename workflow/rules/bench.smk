@@ -31,12 +31,12 @@ rule bench:
         "results/cells/{framework}/{version}/{mode}/{arch}/b{batch}.nc",
     log:
         "results/logs/bench/{framework}/{version}/{mode}/{arch}/b{batch}.log",
-    params:
-        cell=cell_request,
+    conda:
+        framework_env
     threads: THREADS
     resources:
         timing_slot=1,
-    conda:
-        framework_env
+    params:
+        cell=cell_request,
     script:
         "../scripts/bench.py"

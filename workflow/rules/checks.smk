@@ -7,6 +7,11 @@ rule checks:
         flops="results/checks/{framework}/{version}/flops.csv",
     log:
         "results/logs/checks/{framework}/{version}.log",
+    conda:
+        framework_env
+    threads: THREADS
+    resources:
+        timing_slot=1,
     params:
         framework="{framework}",
         archs=ARCHS,
@@ -17,11 +22,6 @@ rule checks:
         tolerance=lookup(within=config, dpath="equivalence/tolerance"),
         threads=THREADS,
         versions=lambda wildcards: VERSIONS[wildcards.framework],
-    threads: THREADS
-    resources:
-        timing_slot=1,
-    conda:
-        framework_env
     script:
         "../scripts/checks.py"
 
@@ -39,13 +39,15 @@ rule merge_checks:
             category="checks",
         ),
         flops=report(
-            "results/checks/flops.csv", caption="../report/flops.rst", category="checks"
+            "results/checks/flops.csv",
+            caption="../report/flops.rst",
+            category="checks",
         ),
     log:
         "results/logs/checks/merge.log",
-    resources:
-        timing_slot=1,
     conda:
         "../../envs/analysis.yaml"
+    resources:
+        timing_slot=1,
     script:
         "../scripts/merge_checks.py"

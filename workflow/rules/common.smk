@@ -12,7 +12,6 @@ from fwbench.frameworks import MODES
 from fwbench.specs import build_spec
 from fwbench.threads import resolve_threads
 
-
 validate(config, schema="../schemas/config.schema.yaml")
 
 for _arch in config["architectures"]:
@@ -37,7 +36,8 @@ def _framework_versions(framework):
     """The versions that name a framework's results: from its conda env file under
     --sdm conda (the env the jobs run in), else from this Python environment."""
     if USE_CONDA:
-        return provenance.pinned_versions(ENVS / f"{framework}.yaml", framework)
+        env_file = ENVS / f"{framework}{'-cuda' if DEVICE == 'cuda' else ''}.yaml"
+        return provenance.pinned_versions(env_file, framework)
     return provenance.installed_versions(framework)
 
 
@@ -68,8 +68,24 @@ wildcard_constraints:
     device="cpu|cuda",
 
 
+ENV_SUFFIX = "-cuda" if DEVICE == "cuda" else ""
+
+
 def framework_env(wildcards):
-    return str(ENVS / f"{wildcards.framework}.yaml")
+    return str(ENVS / f"{wildcards.framework}{ENV_SUFFIX}.yaml")
+
+
+def figure_outputs(names, category):
+    """Per figure: `<name>` the PNG, registered in the report, and `<name>_svg`."""
+    outputs = {}
+    for name in names:
+        outputs[name] = report(
+            f"results/figures/{name}.png",
+            caption=f"../report/{name}.rst",
+            category="hardware" if name == "hardware" else category,
+        )
+        outputs[f"{name}_svg"] = f"results/figures/{name}.svg"
+    return outputs
 
 
 def check_cell_wildcards(wildcards):

@@ -18,11 +18,14 @@ def baseline_version(framework):
     earlier = [
         Path(path).name
         for path in glob.glob(f"results/cells/{framework}/*")
-        if Path(path).name != VERSION[framework] and _cell_files(framework, Path(path).name)
+        if Path(path).name != VERSION[framework]
+        and _cell_files(framework, Path(path).name)
     ]
     if not earlier:
         return None
-    newest = lambda version: max(os.path.getmtime(p) for p in _cell_files(framework, version))
+    newest = lambda version: max(
+        os.path.getmtime(p) for p in _cell_files(framework, version)
+    )
     return max(earlier, key=newest)
 
 
@@ -40,7 +43,9 @@ def current_cells(framework):
 
 rule compare_framework:
     input:
-        old=lambda wildcards: _cell_files(wildcards.framework, BASELINES[wildcards.framework]),
+        old=lambda wildcards: _cell_files(
+            wildcards.framework, BASELINES[wildcards.framework]
+        ),
         new=lambda wildcards: current_cells(wildcards.framework),
     output:
         table="results/compare/{framework}.csv",
@@ -51,6 +56,10 @@ rule compare_framework:
         ),
     log:
         "results/logs/compare/{framework}.log",
+    conda:
+        "../../envs/analysis.yaml"
+    resources:
+        timing_slot=1,
     params:
         settings=lambda wildcards: dict(
             threshold_pct=config["compare"]["threshold_pct"],
@@ -59,10 +68,6 @@ rule compare_framework:
             resamples=config["stats"]["bootstrap_resamples"],
             seed=config["seed"],
         ),
-    resources:
-        timing_slot=1,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/compare.py"
 
@@ -74,9 +79,9 @@ rule compare:
         "results/compare/summary.md",
     log:
         "results/logs/compare/summary.log",
-    resources:
-        timing_slot=1,
     conda:
         "../../envs/analysis.yaml"
+    resources:
+        timing_slot=1,
     script:
         "../scripts/compare_summary.py"

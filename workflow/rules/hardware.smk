@@ -8,16 +8,16 @@ rule hardware:
         "results/hardware/{host}-{device}.json",
     log:
         "results/logs/hardware/{host}-{device}.log",
+    conda:
+        f"../../envs/hardware{ENV_SUFFIX}.yaml"
+    threads: THREADS
+    resources:
+        timing_slot=1,
     params:
         settings=lookup(within=config, dpath="hardware"),
         frameworks=FRAMEWORKS,
         device=DEVICE,
         threads=THREADS,
         lock=config["timing_lock"],
-    threads: THREADS
-    resources:
-        timing_slot=1,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/hardware.py"

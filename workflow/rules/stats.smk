@@ -14,7 +14,9 @@ rule stats:
     output:
         nc="results/summary/stats.nc",
         csv=report(
-            "results/summary/stats.csv", caption="../report/stats.rst", category="inference"
+            "results/summary/stats.csv",
+            caption="../report/stats.rst",
+            category="inference",
         ),
         latency=table_path("latency"),
         compile_speedup=table_path("compile_speedup"),
@@ -24,12 +26,12 @@ rule stats:
         flagged=table_path("flagged"),
     log:
         "results/logs/stats/stats.log",
+    conda:
+        "../../envs/analysis.yaml"
+    resources:
+        timing_slot=1,
     params:
         stats=lookup(within=config, dpath="stats"),
         seed=config["seed"],
-    resources:
-        timing_slot=1,
-    conda:
-        "../../envs/analysis.yaml"
     script:
         "../scripts/stats.py"

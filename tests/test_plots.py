@@ -1,0 +1,431 @@
+"""The figures, drawn from a small synthetic stats.nc built by the real aggregate and stats code.
+
+`synthetic_results` (also used by test_report.py) writes cells with fwbench.dataset, aggregates
+and summarizes them with fwbench.aggregate/stats, and writes a hardware JSON shaped like
+fwbench.hardware.characterize's. The cells hold one of each thing a figure must survive: a
+failed cell, a noisy one, one faster than the roofline allows, one that ran uncompiled.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from matplotlib.image import imread
+
+from fwbench.aggregate import aggregate_cells
+from fwbench.cost import cost
+from fwbench.dataset import STATUS_FAILED, Cell, write_cell
+from fwbench.plots import FRAMEWORK_COLORS, framework_color, save_figure
+from fwbench.plots_data import hardware_from_document, read_hardware, roofs, variants
+from fwbench.plots_inference import INFERENCE_FIGURES, FigureInputs
+from fwbench.plots_roofline import draw_roofline
+from fwbench.plots_training import TRAINING_FIGURES, stack_runs
+from fwbench.roofline import HardwareLimits
+from fwbench.specs import build_spec
+from fwbench.stats import TABLES, StatsSettings, summarize, write_outputs
+from fwbench.training import RunRecord
+
+REPO = Path(__file__).resolve().parents[1]
+MODES = {"torch": ("eager", "compiled"), "jax": ("eager", "jit"), "tensorflow": ("eager", "xla")}
+ARCHS = {"mlp": {"input": 64, "hidden": [32], "classes": 10}, "lstm": {"input": 8, "hidden": 16}}
+BATCHES = (1, 8, 32)
+REPEATS = 12
+PEAK_FLOPS, TRIAD_BPS = 4.0e11, 2.9e10
+FAILED = ("jax", "jit", "lstm", 8)
+NOISY = ("tensorflow", "eager", "mlp", 1)
+TOO_FAST = ("torch", "compiled", "mlp", 32)
+UNCOMPILED = ("torch", "compiled", "lstm", 1)
+
+
+def hardware_document() -> dict:
+    """A hardware JSON with the keys fwbench.hardware.characterize writes (trimmed)."""
+    kernels = {"copy": 3.1e10, "scale": 3.0e10, "add": 2.95e10, "triad": TRIAD_BPS}
+    return {
+        "schema_version": 1,
+        "host": "testhost",
+        "device": "cpu",
+        "identity": {"cpu": {"model": "Test CPU 9000"}, "gpu": None},
+        "bandwidth": {
+            "runner": "torch",
+            "kernels": {k: {"best_bandwidth_Bps": v} for k, v in kernels.items()},
+        },
+        "compute": {
+            "gemm_n": 512,
+            "dtypes": {
+                "float32": {
+                    "skipped_reason": None,
+                    "per_framework": {
+                        "torch": {"flops_per_s": PEAK_FLOPS},
+                        "jax": {"flops_per_s": 3.5e11},
+                        "numpy": {"flops_per_s": 3.7e11},
+                    },
+                    "best_framework": "torch",
+                    "best_flops_per_s": PEAK_FLOPS,
+                },
+                "bfloat16": {
+                    "skipped_reason": None,
+                    "per_framework": {"torch": {"flops_per_s": 2.2e12}},
+                    "best_framework": "torch",
+                    "best_flops_per_s": 2.2e12,
+                },
+            },
+        },
+        "theoretical": {
+            "device_name": "Test CPU 9000",
+            "flops_per_s": {"float32": 6.4e11, "bfloat16": 4.1e12, "float16": None},
+            "flops_source": {"float32": "ISA model × 2 cores", "bfloat16": "ISA model × 2 cores"},
+            "bandwidth_Bps": None,
+            "bandwidth_source": "not derivable: DRAM channels and speed are not readable",
+        },
+        "ridge": {
+            "per_dtype": {
+                "float32": {
+                    "measured_flop_per_byte": PEAK_FLOPS / TRIAD_BPS,
+                    "theoretical_flop_per_byte": None,
+                }
+            }
+        },
+        "provenance": {"threads": {"threads": 2}},
+    }
+
+
+def _latency(framework: str, mode: str, arch: str, batch: int, rng) -> np.ndarray:
+    """Latencies a few times the roofline lower bound, varied per variant."""
+    analytic = cost(build_spec(arch, ARCHS[arch]), batch)
+    lower = max(analytic.flops / PEAK_FLOPS, analytic.bytes / TRIAD_BPS)
+    slowness = {"eager": 40.0, "compiled": 12.0, "jit": 15.0, "xla": 25.0}[mode]
+    slowness *= {"torch": 1.0, "jax": 1.4, "tensorflow": 2.2}[framework]
+    if (framework, mode, arch, batch) == TOO_FAST:
+        slowness = 0.6
+    spread = 0.3 if (framework, mode, arch, batch) == NOISY else 0.02
+    return lower * slowness * rng.lognormal(0.0, spread, REPEATS)
+
+
+def _cell(framework: str, mode: str, arch: str, batch: int, rng) -> Cell:
+    analytic = cost(build_spec(arch, ARCHS[arch]), batch)
+    cell = Cell(framework, mode, arch, batch, REPEATS)
+    cell.attrs = {
+        "framework_version": {"torch": "2.13.0", "jax": "0.10.2", "tensorflow": "2.21.0"}[
+            framework
+        ],
+        "versions": {"python": "3.11"},
+        "host": "testhost",
+        "device": "cpu",
+        "contended": 0,
+        "compile_how": "op by op" if mode == "eager" else f"{framework} {mode} (test)",
+        "threads": {"threads": 2},
+        "config_hash": "cafe",
+        "git_commit": "abc123",
+    }
+    compiled = mode != "eager" and (framework, mode, arch, batch) != UNCOMPILED
+    cell.scalars = {
+        "flops": analytic.flops,
+        "bytes": analytic.bytes,
+        "first_call_s": 2.0 if mode != "eager" else 0.01,
+        "compiled": float(compiled),
+        "graph_count": float(compiled),
+    }
+    if (framework, mode, arch, batch) == FAILED:
+        cell.attrs |= {
+            "status": STATUS_FAILED,
+            "error_type": "XlaRuntimeError",
+            "error_message": "RESOURCE_EXHAUSTED: test failure",
+        }
+    else:
+        cell.latency_s = _latency(framework, mode, arch, batch, rng)
+    return cell
+
+
+def training_runs(tmp_path: Path) -> Path:
+    """Two stacked training runs (train-file variables), the jax one failed; its path."""
+    runs = []
+    for framework, mode, status in (("torch", "compiled", "ok"), ("jax", "jit", "failed")):
+        record = RunRecord(epochs=3)
+        record.per_epoch["epoch_time_s"] = np.array([5.0, 2.0, 2.2])
+        record.per_epoch["val_accuracy"] = np.array([0.5, 0.8, 0.91])
+        record.per_epoch["samples_per_s"] = np.array([300.0, 800.0, 780.0])
+        record.scalars |= {"steady_epoch_time_s": 2.1, "first_epoch_overhead_s": 2.9}
+        record.scalars |= {"time_to_target_s": 9.2, "target_accuracy": 0.9, "compiled": 1.0}
+        record.attrs |= {"framework": framework, "mode": mode, "model": "resnet8"}
+        record.attrs |= {"dataset": "digits", "status": status}
+        runs.append(record.to_dataset())
+    path = tmp_path / "train.nc"
+    stack_runs(runs).to_netcdf(path, engine="h5netcdf")
+    return path
+
+
+@dataclass
+class SyntheticResults:
+    root: Path
+    bench: Path
+    stats: Path
+    stats_csv: Path
+    tables: Path
+    hardware: Path
+
+
+def synthetic_results(root: Path) -> SyntheticResults:
+    """Cells → aggregate → stats (bench.nc, stats.nc, stats.csv, tables) and the hardware JSON."""
+    rng = np.random.default_rng(0)
+    paths = []
+    for framework, modes in MODES.items():
+        for mode in modes:
+            for arch in ARCHS:
+                for batch in BATCHES:
+                    paths.append(root / "cells" / f"{framework}-{mode}-{arch}-{batch}.nc")
+                    write_cell(_cell(framework, mode, arch, batch, rng), paths[-1])
+    bench = aggregate_cells(paths)
+    bench_path = root / "aggregate" / "bench.nc"
+    bench_path.parent.mkdir(parents=True)
+    bench.to_netcdf(bench_path, engine="h5netcdf")
+    hardware_path = root / "hardware" / "testhost-cpu.json"
+    hardware_path.parent.mkdir(parents=True)
+    hardware_path.write_text(json.dumps(hardware_document()))
+    limits = HardwareLimits(PEAK_FLOPS, TRIAD_BPS, source=str(hardware_path))
+    summary = summarize(bench, limits, StatsSettings(bootstrap_resamples=200, table_batch=32))
+    out = root / "summary"
+    # Named as the stats rule names them: the latency table carries its batch.
+    tables = {name: out / "tables" / f"{name}.md" for name in TABLES}
+    tables["latency"] = out / "tables" / "latency_b32.md"
+    write_outputs(summary, out / "stats.nc", out / "stats.csv", tables)
+    return SyntheticResults(
+        root, bench_path, out / "stats.nc", out / "stats.csv", out / "tables", hardware_path
+    )
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory) -> SyntheticResults:
+    return synthetic_results(tmp_path_factory.mktemp("synthetic"))
+
+
+@pytest.fixture(scope="module")
+def stats(results) -> xr.Dataset:
+    with xr.open_dataset(results.stats, engine="h5netcdf") as ds:
+        return ds.load()
+
+
+@pytest.fixture(scope="module")
+def rendered(results, tmp_path_factory) -> dict[str, Path]:
+    """Every inference figure through the rule script, as the workflow runs it."""
+    from snakemake.iocontainers import Namedlist
+
+    out = tmp_path_factory.mktemp("figures")
+    outputs = {}
+    for name in INFERENCE_FIGURES:
+        outputs[name] = str(out / f"{name}.png")
+        outputs[f"{name}_svg"] = str(out / f"{name}.svg")
+    fake = type("Snakemake", (), {})()
+    fake.input = Namedlist(
+        fromdict={"stats": str(results.stats), "hardware": str(results.hardware)}
+    )
+    fake.output = Namedlist(fromdict=outputs)
+    fake.params = Namedlist(fromdict={"dpi": 150})
+    fake.log = Namedlist([str(out / "figures.log")])
+    runpy.run_path(str(REPO / "workflow/scripts/figures.py"), init_globals={"snakemake": fake})
+    return {name: Path(path) for name, path in outputs.items()}
+
+
+# ---- the synthetic data is what the tests assume -------------------------------------------
+
+
+def test_the_synthetic_stats_hold_a_failed_a_noisy_a_too_fast_and_an_uncompiled_cell(stats):
+    def at(name, cell):
+        framework, mode, arch, batch = cell
+        return stats[name].sel(framework=framework, mode=mode, arch=arch, batch=batch).item()
+
+    assert at("status", FAILED) == "failed"
+    assert "high_cv" in at("flags", NOISY)
+    assert at("efficiency", TOO_FAST) > 1 and "invalid_fast" in at("flags", TOO_FAST)
+    assert "not_compiled" in at("flags", UNCOMPILED)
+
+
+# ---- every figure --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", list(INFERENCE_FIGURES))
+def test_each_figure_is_a_nontrivial_png_at_150_dpi_and_an_svg(rendered, name):
+    png, svg = rendered[name], rendered[f"{name}_svg"]
+    assert png.stat().st_size > 20_000, f"{name}.png is suspiciously small"
+    pixels = imread(png)
+    height, width = pixels.shape[:2]
+    assert width >= 900 and height >= 500, (width, height)  # ≥ 6 × 3.3 inches at 150 dpi
+    assert pixels[..., :3].std() > 0.05, f"{name}.png is almost one colour"
+    assert svg.read_text().lstrip().startswith("<?xml") and "<svg" in svg.read_text()[:2000]
+
+
+def test_figures_leave_no_temporary_files(rendered):
+    directory = next(iter(rendered.values())).parent
+    assert not [p.name for p in directory.iterdir() if p.name.startswith(".")]
+
+
+def test_the_roofline_axes_are_log_log_with_the_measured_roof_and_ridge(stats, results):
+    figure = draw_roofline(FigureInputs(stats, read_hardware(results.hardware)))
+    panels = [ax for ax in figure.axes if ax.get_visible() and ax.axison]
+    assert len(panels) == len(BATCHES)
+    for ax in panels:
+        assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+        roof = ax.lines[0]  # min(peak, bandwidth × intensity) in GFLOP/s
+        x, y = roof.get_data()
+        assert y.max() == pytest.approx(PEAK_FLOPS / 1e9)
+        assert y[0] == pytest.approx(TRIAD_BPS * x[0] / 1e9)
+    ridge_labels = [t.get_text() for t in panels[0].texts if t.get_text().startswith("ridge")]
+    assert ridge_labels == [f"ridge {PEAK_FLOPS / TRIAD_BPS:.3g} FLOP/B"]
+
+
+def test_the_roofline_plots_one_point_per_measured_cell(stats):
+    figure = draw_roofline(FigureInputs(stats))
+    points = sum(
+        1 for ax in figure.axes for line in ax.lines if line.get_linestyle() in ("None", "none")
+    )
+    measured = int((stats["status"] == "ok").sum())
+    assert points == measured == len(BATCHES) * len(ARCHS) * 6 - 1
+
+
+def test_a_failed_cell_is_skipped_and_named_in_the_figure_note(stats):
+    for name in ("latency", "roofline", "scaling", "stability"):
+        figure = INFERENCE_FIGURES[name](FigureInputs(stats, table_batch=8))
+        notes = " ".join(text.get_text() for text in figure.texts)
+        assert "jax/jit/lstm/b8" in notes.replace("\n", " "), name
+
+
+def test_latency_bars_are_the_medians_at_the_table_batch_in_microseconds(stats):
+    figure = INFERENCE_FIGURES["latency"](FigureInputs(stats))
+    ax = figure.axes[0]
+    heights = sorted(round(p.get_height(), 6) for p in ax.patches if p.get_height() > 0)
+    expected = stats["median_s"].sel(batch=32).values * 1e6
+    expected = sorted(round(v, 6) for v in expected[np.isfinite(expected)])
+    assert heights == expected and ax.get_yscale() == "log"
+
+
+def test_the_noisy_cell_is_named_above_the_threshold(stats):
+    figure = INFERENCE_FIGURES["stability"](FigureInputs(stats))
+    notes = " ".join(text.get_text() for text in figure.texts).replace("\n", " ")
+    assert "Noisy (CV above 10%" in notes and "tensorflow/eager/mlp/b1" in notes
+    ax = figure.axes[0]
+    assert any(line.get_ydata()[0] == 10 for line in ax.lines if len(line.get_ydata()) == 2)
+
+
+def test_the_heatmap_marks_the_cell_faster_than_the_roofline(stats):
+    figure = INFERENCE_FIGURES["efficiency"](FigureInputs(stats))
+    ax = figure.axes[0]
+    red_boxes = [p for p in ax.patches if p.get_edgecolor()[:3] == (0.7529411764705882, 0.0, 0.0)]
+    assert len(red_boxes) == int((stats["efficiency"] > 1).sum()) == 1
+    efficiency = (
+        stats["efficiency"].sel(framework="torch", mode="compiled", arch="mlp", batch=32).item()
+    )
+    assert f"{100 * efficiency:.0f}%" in [t.get_text() for t in ax.texts]
+
+
+def test_figures_survive_stats_without_roofline_limits(stats, tmp_path):
+    bare = stats.copy()
+    bare["efficiency"][:] = np.nan
+    bare["arithmetic_intensity"][:] = np.nan
+    bare.attrs |= {"roofline_peak_flops_per_s": np.nan, "roofline_bandwidth_Bps": np.nan}
+    for name, draw in INFERENCE_FIGURES.items():
+        save_figure(draw(FigureInputs(bare)), tmp_path / f"{name}.png", None)
+        assert (tmp_path / f"{name}.png").stat().st_size > 5_000
+
+
+# ---- inputs --------------------------------------------------------------------------------
+
+
+def test_each_framework_keeps_its_colour_and_unknown_ones_get_a_stable_spare():
+    assert framework_color("jax") == FRAMEWORK_COLORS["jax"]
+    assert len(set(FRAMEWORK_COLORS.values())) == len(FRAMEWORK_COLORS)
+    assert framework_color("mxnet") == framework_color("mxnet") not in FRAMEWORK_COLORS.values()
+
+
+def test_hardware_summary_reads_the_keys_characterize_writes(results):
+    hardware = read_hardware(results.hardware)
+    assert hardware.measured_flops_per_s["float32"] == PEAK_FLOPS
+    assert hardware.measured_by["float32"] == "torch"
+    assert hardware.measured_bandwidth_Bps == TRIAD_BPS
+    assert hardware.gemm_flops_per_s["float32"]["numpy"] == 3.7e11
+    assert hardware.theoretical_flops_per_s["float32"] == 6.4e11
+    assert hardware.theoretical_bandwidth_Bps is None
+
+
+def test_a_bad_hardware_value_raises_naming_it():
+    document = hardware_document()
+    document["bandwidth"]["kernels"]["triad"]["best_bandwidth_Bps"] = -3
+    with pytest.raises(ValueError, match=r"triad.best_bandwidth_Bps .* got -3"):
+        hardware_from_document(document, "hw.json")
+    with pytest.raises(ValueError, match="no 'compute' section"):
+        hardware_from_document({"peak": 1}, "hw.json")
+
+
+def test_roofs_come_from_stats_and_fall_back_to_the_hardware_file(stats, results):
+    hardware = read_hardware(results.hardware)
+    assert roofs(stats, hardware).peak_flops_per_s == PEAK_FLOPS
+    bare = stats.copy()
+    bare.attrs |= {"roofline_peak_flops_per_s": np.nan, "roofline_bandwidth_Bps": np.nan}
+    fallback = roofs(bare, hardware)
+    assert fallback.bandwidth_Bps == TRIAD_BPS and "hardware" in fallback.source
+    assert not roofs(bare, None).known
+
+
+def test_variants_are_the_framework_modes_with_cells(stats):
+    assert variants(stats) == [(f, m) for f, modes in MODES.items() for m in modes]
+    assert ("jax", "eager") not in variants(stats, compiled_only=True)
+
+
+# ---- training ------------------------------------------------------------------------------
+
+
+def test_training_figures_draw_from_the_stacked_runs_and_name_the_failed_one(tmp_path):
+    from fwbench.plots import draw_requested
+
+    outputs = {name: tmp_path / f"{name}.png" for name in TRAINING_FIGURES}
+    drawn = draw_requested(outputs, train_stats=training_runs(tmp_path))
+    assert drawn == list(TRAINING_FIGURES)
+    for name, path in outputs.items():
+        pixels = imread(path)
+        assert pixels.shape[1] >= 900 and pixels[..., :3].std() > 0.05, name
+
+
+def test_training_time_shows_the_steady_epoch_and_the_overhead_stacked(tmp_path):
+    with xr.open_dataset(training_runs(tmp_path), engine="h5netcdf") as train:
+        figure = TRAINING_FIGURES["training_time"](train.load())
+    time_ax = figure.axes[0]
+    widths = sorted(round(bar.get_width(), 6) for bar in time_ax.patches)
+    assert widths == [2.1, 2.9]  # the failed jax run is not drawn
+    notes = " ".join(text.get_text() for text in figure.texts)
+    assert "jax/jit/resnet8/digits" in notes
+
+
+def test_stack_runs_marks_missing_combinations_absent():
+    runs = []
+    for framework, mode in (("torch", "eager"), ("jax", "jit")):
+        record = RunRecord(epochs=2)
+        record.attrs |= {"framework": framework, "mode": mode, "model": "m", "dataset": "d"}
+        record.attrs["status"] = "ok"
+        runs.append(record.to_dataset())
+    status = stack_runs(runs)["status"].squeeze(["model", "dataset"])
+    assert status.sel(framework="torch", mode="jit").item() == "absent"
+    assert status.sel(framework="jax", mode="jit").item() == "ok"
+
+
+def test_draw_requested_rejects_an_unknown_figure_by_name(results, tmp_path):
+    from fwbench.plots import draw_requested
+
+    with pytest.raises(ValueError, match="rooftop"):
+        draw_requested({"rooftop": tmp_path / "x.png"}, stats=results.stats)
+
+
+def test_figures_survive_when_every_cell_failed_and_say_so(stats, tmp_path):
+    failed = stats.copy(deep=True)
+    status = failed["status"].values
+    status[status == "ok"] = "failed"
+    for name, draw in INFERENCE_FIGURES.items():
+        figure = draw(FigureInputs(failed))
+        save_figure(figure, tmp_path / f"{name}.png", None)
+        if name != "hardware":
+            text = " ".join(t.get_text() for t in figure.texts).replace("\n", " ")
+            text += " ".join(t.get_text() for ax in figure.axes for t in ax.texts)
+            assert "failed" in text or "No " in text, name

@@ -1,0 +1,265 @@
+"""The workflow through a real SLURM: a one-node cluster on localhost (tests/slurm/cluster.py)
+runs a cut of the smoke sweep submitted with config/profiles/slurm, overridden only where this
+machine differs from a cluster (tests/slurm/profile). Needs root; installs Debian's SLURM
+packages when they are missing."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import xarray as xr
+import yaml
+from slurm import cluster as local_cluster  # tests/slurm/cluster.py
+
+from conftest import REPO, SMOKE, SNAKEMAKE, snakemake
+
+pytestmark = pytest.mark.slow
+
+PROFILE = REPO / "config/profiles/slurm"
+TEST_PROFILE = REPO / "tests/slurm/profile"
+SWEEP = REPO / "tests/slurm/sweep.yaml"
+PROFILES = ("--profile", str(PROFILE), "--profile", str(TEST_PROFILE))
+RUN_TIMEOUT_S = 300
+TIMING_RULES = ("hardware", "bench", "train")  # docs/architecture.md: the timing jobs
+SUBMITTED = re.compile(r"Job \d+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
+
+
+@dataclass
+class SlurmJob:
+    """One job as SLURM's controller remembers it (`scontrol show job`)."""
+
+    id: str
+    log: Path
+    fields: dict[str, str]
+
+    @property
+    def rule(self) -> str:
+        return self.fields["Comment"].removeprefix("rule_").split("_wildcards_")[0]
+
+
+@dataclass
+class Run:
+    workdir: Path
+    output: str
+    jobs: list[SlurmJob]
+
+
+def profile() -> dict:
+    return yaml.safe_load((PROFILE / "config.yaml").read_text())
+
+
+def rule_resources(rule: str) -> dict:
+    """The resources the profile gives a rule: its defaults, then its set-resources."""
+    settings = profile()
+    return settings["default-resources"] | settings["set-resources"].get(rule, {})
+
+
+def scontrol(what: str, name: str, env: dict[str, str]) -> dict[str, str]:
+    text = subprocess.run(
+        ["scontrol", "show", what, "--oneliner", name],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=os.environ | env,
+        check=True,
+    ).stdout
+    return dict(re.findall(r"(\S+?)=(\S*)", text))
+
+
+def run_with_slurm(args: list[str], workdir: Path, cluster, snakefile: Path) -> Run:
+    """Run snakemake under the profiles on the cluster; a hung executor fails the test."""
+    command = [*SNAKEMAKE, "--snakefile", str(snakefile), "--directory", str(workdir)]
+    try:
+        result = subprocess.run(
+            [*command, *args, *PROFILES],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT_S,
+            env=os.environ | cluster.env(),
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"snakemake with the SLURM executor did not finish in {RUN_TIMEOUT_S} s")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    jobs = [
+        SlurmJob(job_id, Path(log), scontrol("job", job_id, cluster.env()))
+        for job_id, log in SUBMITTED.findall(output)
+    ]
+    return Run(workdir, output, jobs)
+
+
+def sweep_args(workdir: Path) -> list[str]:
+    lock = workdir / "config-lock.yaml"  # a private timing lock: other runs never block it
+    lock.write_text(yaml.safe_dump({"timing_lock": str(workdir / "timing.lock")}))
+    return ["--configfile", SMOKE, str(SWEEP), str(lock)]
+
+
+def planned_resources(output: str) -> list[tuple[str, dict[str, str]]]:
+    """(rule, resources) of every job a dry run lists."""
+    jobs, rule = [], None
+    for line in output.splitlines():
+        if match := re.match(r"(?:local)?rule (\w+):$", line):
+            rule = match.group(1)
+        elif rule and line.strip().startswith("resources:"):
+            pairs = line.split("resources:", 1)[1].split(", ")
+            jobs.append((rule, dict(pair.strip().partition("=")[::2] for pair in pairs)))
+            rule = None
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def planned(tmp_path_factory) -> list[tuple[str, dict[str, str]]]:
+    """The smoke sweep planned with the cluster profile (no cluster needed for a dry run)."""
+    workdir = tmp_path_factory.mktemp("slurm-plan")
+    result = snakemake("-n", "--configfile", SMOKE, "--profile", str(PROFILE), cwd=workdir)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return planned_resources(result.stdout + result.stderr)
+
+
+def test_with_the_profile_timing_jobs_get_a_whole_node_and_no_other_job_does(planned):
+    assert {rule for rule, _ in planned} >= {"hardware", "bench", "checks", "aggregate_bench"}
+    for rule, resources in planned:
+        exclusive = "--exclusive" in resources.get("slurm_extra", "")
+        assert exclusive == (rule in TIMING_RULES), f"{rule}: {resources}"
+
+
+def test_with_the_profile_no_job_waits_for_the_workstation_timing_slot(planned):
+    # profiles/default caps timing_slot at 1 and wins over --profile for `resources`; on a
+    # cluster every rule that declares the slot takes none of it instead.
+    for rule, resources in planned:
+        assert resources.get("timing_slot", "0") == "0", f"{rule}: {resources}"
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    state = tmp_path_factory.mktemp("slurm-state")
+    try:
+        running = local_cluster.start(state)
+    except local_cluster.NotRoot as error:
+        pytest.skip(str(error))
+    except local_cluster.ClusterError as error:
+        pytest.fail(f"no local SLURM cluster for the test: {error}")
+    yield running
+    local_cluster.stop(state)
+
+
+@pytest.fixture(scope="module")
+def slurm_run(cluster, tmp_path_factory) -> Run:
+    workdir = tmp_path_factory.mktemp("slurm-run")
+    return run_with_slurm(sweep_args(workdir), workdir, cluster, REPO / "Snakefile")
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> Path:
+    workdir = tmp_path_factory.mktemp("local-run")
+    result = snakemake("--cores", "2", *sweep_args(workdir), cwd=workdir, timeout=RUN_TIMEOUT_S)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return workdir
+
+
+def test_the_sweep_completes_with_every_job_run_by_slurm(slurm_run):
+    finished = re.findall(r"Finished jobid: \d+ \(Rule: (\w+)\)", slurm_run.output)
+    ran = sorted(rule for rule in finished if rule != "all")
+    assert {"hardware", "bench", "checks", "merge_checks", "aggregate_bench"} <= set(ran)
+    assert sorted(job.rule for job in slurm_run.jobs) == ran
+    for job in slurm_run.jobs:
+        assert job.fields["JobState"] == "COMPLETED", (job.id, job.rule)
+        assert Path(job.fields["WorkDir"]) == slurm_run.workdir
+        # The job's own SLURM log: named by its job id, written by the job step that ran it.
+        assert job.log.name == f"{job.id}.log" and f"rule {job.rule}:" in job.log.read_text()
+    assert (slurm_run.workdir / "results/aggregate/bench.nc").is_file()
+
+
+def test_each_job_got_the_partition_memory_time_and_gpus_the_profile_gives_its_rule(slurm_run):
+    for job in slurm_run.jobs:
+        wanted = rule_resources(job.rule)
+        assert job.fields["Partition"] == wanted["slurm_partition"], job.rule
+        gpus = wanted.get("gpu")
+        assert job.fields.get("TresPerJob") == (f"gres:gpu:{gpus}" if gpus else None), job.rule
+        # Memory and time as Snakemake evaluated them for this job (its log lists them).
+        lines = job.log.read_text().splitlines()
+        line = next(line for line in lines if line.strip().startswith("resources:"))
+        asked = dict(pair.partition("=")[::2] for pair in line.split(":", 1)[1].split(", "))
+        assert job.fields["MinMemoryNode"] == f"{asked['mem_mb']}M", job.rule
+        minutes = int(asked["runtime"])
+        assert job.fields["TimeLimit"] == f"{minutes // 60:02d}:{minutes % 60:02d}:00", job.rule
+
+
+def test_timing_jobs_are_submitted_together_and_never_share_the_node(slurm_run, cluster):
+    node_cpus = scontrol("node", "localhost", cluster.env())["CPUTot"]
+    timing = [job for job in slurm_run.jobs if job.rule in TIMING_RULES]
+    others = [job for job in slurm_run.jobs if job.rule not in TIMING_RULES]
+    assert len(timing) >= 3 and others
+    for job in timing:
+        assert job.fields["OverSubscribe"] == "NO", f"{job.rule} job {job.id} is not exclusive"
+        assert job.fields["NumCPUs"] == node_cpus, f"{job.rule} did not get the whole node"
+    for job in others:
+        assert job.fields["OverSubscribe"] == "OK", f"{job.rule} job {job.id} took a whole node"
+    # The single timing slot of a workstation run is lifted: SLURM had every timing job queued
+    # before the first one finished, and ran them one after another on the one node.
+    first_end = min(job.fields["EndTime"] for job in timing)
+    late = [job.rule for job in timing if job.fields["SubmitTime"] >= first_end]
+    assert not late, f"submitted only after the first timing job had ended: {late}"
+    spans = sorted((job.fields["StartTime"], job.fields["EndTime"], job.rule) for job in timing)
+    for (_, end, first), (start, _, second) in zip(spans, spans[1:], strict=False):
+        assert start >= end, f"{first} and {second} ran on the node at the same time"
+
+
+def structure(path: Path):
+    """What a result file holds, without its values: variables, dimensions, keys, columns."""
+    if path.suffix == ".nc":
+        with xr.open_dataset(path, engine="h5netcdf") as ds:
+            variables = {name: dict(ds[name].sizes) for name in ds.variables}
+            return {"sizes": dict(ds.sizes), "variables": variables, "attrs": sorted(ds.attrs)}
+    if path.suffix == ".json":
+        return keys_of(json.loads(path.read_text()))
+    if path.suffix == ".csv":
+        lines = path.read_text().splitlines()
+        return {"header": lines[0], "rows": len(lines) - 1}
+    return None
+
+
+def keys_of(value):
+    if isinstance(value, dict):
+        return {key: keys_of(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [keys_of(item) for item in value]
+    return type(value).__name__
+
+
+def test_outputs_have_the_shape_of_a_local_run(slurm_run, local_run):
+    def outputs(workdir: Path) -> list[Path]:
+        results = workdir / "results"
+        return sorted(path.relative_to(results) for path in results.rglob("*") if path.is_file())
+
+    assert outputs(slurm_run.workdir) == outputs(local_run)
+    compared = 0
+    for relative in outputs(local_run):
+        local = structure(local_run / "results" / relative)
+        if local is not None:
+            assert structure(slurm_run.workdir / "results" / relative) == local, relative
+            compared += 1
+    assert compared >= 5  # hardware json, two cells, the aggregate, the checks
+
+
+def test_the_train_rule_runs_on_one_gpu_of_the_gpu_partition(cluster, tmp_path):
+    # fwbench's `train` rule is not in the smoke sweep: a one-rule workflow with a rule of the
+    # same name gets what the profile gives `train`.
+    run = run_with_slurm(["train-step.env"], tmp_path, cluster, REPO / "tests/slurm/Snakefile")
+    wanted = rule_resources("train")
+    [job] = run.jobs
+    assert job.fields["Partition"] == wanted["slurm_partition"]
+    assert wanted["slurm_partition"] != rule_resources("bench")["slurm_partition"]
+    assert job.fields["TresPerJob"] == f"gres:gpu:{wanted['gpu']}"
+    assert job.fields["OverSubscribe"] == "NO"
+    seen = dict(line.split("=", 1) for line in (tmp_path / "train-step.env").read_text().split())
+    assert seen["SLURM_JOB_ID"] == job.id
+    assert seen["SLURM_JOB_PARTITION"] == wanted["slurm_partition"]
+    assert len(seen["CUDA_VISIBLE_DEVICES"].split(",")) == wanted["gpu"]

@@ -1,0 +1,31 @@
+# Figures from the statistics and the hardware file only.
+
+FIGURES = [
+    "hardware",
+    "roofline",
+    "latency",
+    "speedup",
+    "efficiency",
+    "scaling",
+    "stability",
+]
+
+
+rule figures:
+    input:
+        stats=rules.stats.output.nc,
+        hardware=HARDWARE_JSON,
+    output:
+        **figure_outputs(FIGURES, "inference"),
+    log:
+        "results/logs/figures/inference.log",
+    conda:
+        "../../envs/analysis.yaml"
+    resources:
+        timing_slot=1,
+    params:
+        dpi=150,
+        table_batch=lookup(within=config, dpath="stats/table_batch"),
+        cv_threshold_pct=lookup(within=config, dpath="stats/cv_threshold_pct"),
+    script:
+        "../scripts/figures.py"
