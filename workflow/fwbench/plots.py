@@ -110,10 +110,10 @@ def new_figure(width_in: float, height_in: float) -> Figure:
 
 def plain_log_ticks(ax: Axes, axis: str = "y") -> None:
     """Log-axis ticks as plain numbers (100, 1000, 0.5) rather than powers of ten; on an axis
-    spanning under two decades, some minor ticks are labelled too (2, 3, 5)."""
+    spanning under one decade, some minor ticks are labelled too (2, 3, 5)."""
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    target.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(2, 0.5)))
+    target.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
 
 
 def add_note(figure: Figure, lines: Sequence[str]) -> None:
