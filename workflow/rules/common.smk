@@ -100,3 +100,74 @@ def check_cell_wildcards(wildcards):
             f"{fw} results for version {wildcards.version!r} cannot be computed here: the "
             f"installed {fw} is {VERSION[fw]!r}"
         )
+
+
+def cell_request(wildcards):
+    """Everything that determines a cell; a change in any of it reruns exactly that cell."""
+    check_cell_wildcards(wildcards)
+    bench = config["bench"]
+    return dict(
+        framework=wildcards.framework,
+        mode=wildcards.mode,
+        arch=wildcards.arch,
+        batch=int(wildcards.batch),
+        dims=config["dims"][wildcards.arch],
+        seed=config["seed"],
+        device=DEVICE,
+        threads=THREADS,
+        warmup=bench["warmup"],
+        repeats=bench["repeats"],
+        busy_threshold_cores=bench["busy_threshold_cores"],
+        retries=bench["retries"],
+        timeout_s=bench["timeout_s"],
+        inject_failure=f"{wildcards.framework}/{wildcards.mode}/{wildcards.arch}"
+        in bench["inject_failure"],
+        lock=config["timing_lock"],
+        versions=VERSIONS[wildcards.framework],
+    )
+
+
+def table_path(name):
+    if name == "latency":
+        return f"results/summary/tables/latency_b{config['stats']['table_batch']}.md"
+    return f"results/summary/tables/{name}.md"
+
+
+def _cell_files(framework, version):
+    return sorted(glob.glob(f"results/cells/{framework}/{version}/*/*/b*.nc"))
+
+
+def baseline_version(framework):
+    """The configured baseline, else the most recently written earlier version on disk."""
+    chosen = config["compare"]["baseline"].get(framework)
+    if chosen:
+        if not _cell_files(framework, chosen):
+            raise ValueError(
+                f"compare.baseline.{framework}: no cells for version {chosen!r} "
+                f"under results/cells/{framework}/"
+            )
+        return chosen
+    earlier = [
+        Path(path).name
+        for path in glob.glob(f"results/cells/{framework}/*")
+        if Path(path).name != VERSION[framework]
+        and _cell_files(framework, Path(path).name)
+    ]
+    if not earlier:
+        return None
+    newest = lambda version: max(
+        os.path.getmtime(p) for p in _cell_files(framework, version)
+    )
+    return max(earlier, key=newest)
+
+
+BASELINES = {fw: baseline_version(fw) for fw in FRAMEWORKS}
+COMPARED = [fw for fw in FRAMEWORKS if BASELINES[fw]]
+
+
+def current_cells(framework):
+    return [
+        "results/cells/{framework}/{version}/{mode}/{arch}/b{batch}.nc".format(**cell)
+        for cell in CELLS
+        if cell["framework"] == framework
+    ]

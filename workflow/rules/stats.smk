@@ -1,12 +1,6 @@
 # Statistics and roofline metrics of every cell; Markdown tables.
 
 
-def table_path(name):
-    if name == "latency":
-        return f"results/summary/tables/latency_b{config['stats']['table_batch']}.md"
-    return f"results/summary/tables/{name}.md"
-
-
 rule stats:
     input:
         bench=rules.aggregate_bench.output[0],
