@@ -49,4 +49,6 @@ def build(spec, weights, mode, device):
         raise FAIL_IN_BUILD
     time.sleep(BUILD_DELAY_S)
     return FakeRunner(spec, weights, mode)
+
+
 COUNTER_SCOPE = "matmul"

@@ -8,9 +8,11 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import REPO
+
 from fwbench import reference, specs, weights
 from fwbench.frameworks import MODES
+
+from conftest import REPO
 
 jax = pytest.importorskip("jax")
 jax_infer = pytest.importorskip("fwbench.frameworks.jax_infer")

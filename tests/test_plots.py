@@ -25,11 +25,11 @@ from fwbench.plots import FRAMEWORK_COLORS, framework_color, save_figure
 from fwbench.plots_data import hardware_from_document, read_hardware, roofs, variants
 from fwbench.plots_inference import INFERENCE_FIGURES, FigureInputs
 from fwbench.plots_roofline import draw_roofline
-from fwbench.plots_training import TRAINING_FIGURES, stack_runs
+from fwbench.plots_training import TRAINING_FIGURES
 from fwbench.roofline import HardwareLimits
 from fwbench.specs import build_spec
 from fwbench.stats import TABLES, StatsSettings, summarize, write_outputs
-from fwbench.training import RunRecord
+from fwbench.training import RunRecord, stack_runs
 
 REPO = Path(__file__).resolve().parents[1]
 MODES = {"torch": ("eager", "compiled"), "jax": ("eager", "jit"), "tensorflow": ("eager", "xla")}

@@ -9,11 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from test_plots import FAILED, PEAK_FLOPS, REPO, UNCOMPILED, synthetic_results, training_runs
 
 from fwbench.compare import SAME, SLOWER, CompareSettings, compare, write_csv
 from fwbench.dataset import Cell, write_cell
 from fwbench.report import ReportInputs, render_report, write_report
+
+from test_plots import FAILED, PEAK_FLOPS, REPO, UNCOMPILED, synthetic_results, training_runs
 
 EQUIVALENCE = """arch,framework,mode,max_abs_err,max_rel_err,tolerance,pass,error
 mlp,torch,eager,1.1e-07,2.4e-07,0.0001,True,

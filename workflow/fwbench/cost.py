@@ -49,7 +49,8 @@ DTYPE_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 COUNTING_CONVENTIONS = (
     "FLOPs: 2 per multiply-add (matmul, convolution incl. padding, attention QK^T and PV); "
     "1 per element for bias add, residual add, recurrent sum, ReLU, tanh, exp, the "
-    f"attention scale; sigmoid {SIGMOID_FLOPS_PER_ELEMENT} per element; 2x2 max-pool 1 per compared input element; softmax "
+    f"attention scale; sigmoid {SIGMOID_FLOPS_PER_ELEMENT} per element; 2x2 max-pool 1 per "
+    "compared input element; softmax "
     f"{SOFTMAX_FLOPS_PER_ELEMENT} per element; layer norm {LAYER_NORM_FLOPS_PER_ELEMENT} per "
     f"element + {LAYER_NORM_FLOPS_PER_ROW} per row; LSTM gate math "
     f"{LSTM_GATE_FLOPS_PER_UNIT} per hidden unit per step; mean-pool 1 per input + 1 per "

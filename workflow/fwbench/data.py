@@ -85,9 +85,7 @@ def batches(
         yield x[indices], y[indices]
 
 
-def padded_batches(
-    x: np.ndarray, batch_size: int
-) -> Iterator[tuple[np.ndarray, int]]:
+def padded_batches(x: np.ndarray, batch_size: int) -> Iterator[tuple[np.ndarray, int]]:
     """Consecutive batches of `x`, the last one zero-padded to batch_size so that a compiled
     function sees one shape; yields (batch, number of real samples)."""
     for start in range(0, len(x), batch_size):

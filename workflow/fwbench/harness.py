@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import math
 import fcntl
+import math
 import os
 import time
 from collections.abc import Callable, Iterator

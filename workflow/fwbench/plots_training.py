@@ -3,7 +3,7 @@
 The dataset has the train file's variables (fwbench.training) with one dimension per run key
 (framework, mode, and e.g. model, dataset) plus `epoch`, and a `status` per run ('ok',
 'failed', or 'absent' where no run exists) — the shape of results/aggregate/train.nc.
-`stack_runs` builds it from train files.
+`fwbench.training.stack_runs` builds it from train files.
 
 training_time    steady epoch time and first-epoch overhead per run; time to the target
 training_curves  validation accuracy against cumulative training time, per (model, dataset)
@@ -12,7 +12,7 @@ training_curves  validation accuracy against cumulative training time, per (mode
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 import numpy as np
 import xarray as xr
@@ -20,7 +20,6 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from fwbench.frameworks import MODES
 from fwbench.plots import (
     FLAG_COLOR,
     add_note,
@@ -34,40 +33,7 @@ from fwbench.plots import (
     variant_label,
 )
 from fwbench.plots_data import listed
-
-VARIANT_DIMS = ("framework", "mode")
-
-
-def stack_runs(
-    runs: Iterable[xr.Dataset], keys: tuple[str, ...] = ("model", "dataset")
-) -> xr.Dataset:
-    """Train files (fwbench.training.read_run) as one dataset, dims framework, mode, *keys,
-    epoch; `status` per run ('absent' where a combination has no run) and `error` (the failed
-    run's message)."""
-    dims = (*VARIANT_DIMS, *keys)
-    expanded = []
-    for run in runs:
-        missing = [d for d in dims if d not in run.attrs]
-        if missing:
-            raise ValueError(f"a train file lacks the attributes {missing}")
-        labels = {d: [str(run.attrs[d])] for d in dims}
-        plain = run.assign(
-            status=((), str(run.attrs.get("status", "ok"))),
-            error=((), str(run.attrs.get("error_message", ""))),
-        )
-        plain.attrs = {}
-        expanded.append(plain.expand_dims(labels))
-    if not expanded:
-        raise ValueError("no training runs to stack")
-    combined = xr.merge(expanded, combine_attrs="drop", join="outer", compat="no_conflicts")
-    known = [f for f in MODES if f in combined["framework"].values]
-    others = sorted(set(combined["framework"].values.tolist()) - set(known))
-    combined = combined.reindex(framework=known + others)  # the registry's framework order
-    status = combined["status"].values.astype(object)
-    absent = np.vectorize(lambda v: not isinstance(v, str), otypes=[bool])(status)
-    status[absent] = "absent"
-    combined["status"] = (combined["status"].dims, status)
-    return combined
+from fwbench.training import VARIANT_DIMS
 
 
 def _run_groups(train: xr.Dataset) -> list[dict[str, object]]:

@@ -26,10 +26,10 @@ The train file (xarray netCDF, dimension `epoch`; SI units in each `units` attri
   load_before, load_after 1      1-minute load average at start and end
 Attributes: framework, framework_version, versions (JSON), mode, model, dataset, status
 ('ok' | 'failed'), error_type, error_message, traceback_tail, compile_how, compile_details,
-device, host, threads (JSON), config (JSON of the `train` section), config_hash, spec (JSON),
-seed, epochs, batch_size, steps_per_epoch, train_samples, val_samples, image_shape,
-dataset_fingerprint, batch_order_hash, weight_decay_on, lr_milestones, start_ns, end_ns,
-start_utc, end_utc (time.time_ns wall clock), lock_wait_s (set by the script).
+device, host, threads (JSON), config (JSON of the `train` section), config_hash, git_commit,
+spec (JSON), seed, epochs, batch_size, steps_per_epoch, train_samples, val_samples,
+image_shape, dataset_fingerprint, batch_order_hash, weight_decay_on, lr_milestones, start_ns,
+end_ns, start_utc, end_utc (time.time_ns wall clock), lock_wait_s (set by the script).
 A failed run has the same variables, NaN where nothing was measured (epochs done before the
 failure keep their values).
 """
@@ -37,13 +37,10 @@ failure keep their values).
 from __future__ import annotations
 
 import dataclasses
-import datetime
 import hashlib
-import importlib.metadata
 import json
 import os
 import resource
-import socket
 import time
 import traceback
 from collections.abc import Iterable
@@ -52,15 +49,18 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+import pandas as pd
 import psutil
 import xarray as xr
 
 from fwbench import data as datasets
-from fwbench import resnet
+from fwbench import provenance, resnet
 from fwbench.dataset import STATUS_FAILED, STATUS_OK, write_atomic
-from fwbench.frameworks import DISTRIBUTIONS, CompileInfo, check_framework_mode, load
+from fwbench.frameworks import MODES, CompileInfo, check_framework_mode, load
 from fwbench.weights import Weights
 
+VARIANT_DIMS = ("framework", "mode")
+RUN_KEYS = ("model", "dataset")
 SCHEMA = Path(__file__).resolve().parents[1] / "schemas" / "train.schema.yaml"
 EPOCH_UNITS = {
     "epoch_time_s": "s",
@@ -125,7 +125,8 @@ class StepSchedule:
     def from_fractions(
         cls, base_lr: float, fractions: Iterable[float], gamma: float, epochs: int
     ) -> StepSchedule:
-        """Milestones at round(fraction · epochs), at least epoch 1."""
+        """Milestones at round(fraction · epochs) (Python rounding, half to even), at least
+        epoch 1."""
         fractions = list(fractions)
         for fraction in fractions:
             if not 0.0 < fraction < 1.0:
@@ -273,7 +274,9 @@ class _CpuMeter:
     @staticmethod
     def _busy() -> float:
         times = psutil.cpu_times()
-        return sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq"))
+        return sum(
+            getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq")
+        )
 
     @staticmethod
     def _mine() -> float:
@@ -323,19 +326,13 @@ def _attr_value(value: Any) -> Any:
 
 
 def _versions(framework: str) -> tuple[str, dict[str, str]]:
-    main, others = DISTRIBUTIONS[framework]
-    versions: dict[str, str] = {}
-    for name in (*main, *others, "numpy"):
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            continue
-    framework_version = next((versions[name] for name in main if name in versions), "unknown")
-    return framework_version, versions
-
-
-def _utc(ns: int) -> str:
-    return datetime.datetime.fromtimestamp(ns / 1e9, datetime.UTC).isoformat()
+    """(the version that names the results, every relevant version); a framework that is
+    not installed fails the run later, where load() imports it."""
+    try:
+        installed = provenance.installed_versions(framework)
+    except (KeyError, RuntimeError):
+        return "unknown", provenance.runtime()
+    return next(iter(installed.values())), installed | provenance.runtime()
 
 
 def run(
@@ -358,8 +355,7 @@ def run(
     start_ns = time.time_ns()
     epochs = settings.get("epochs", 1) if isinstance(settings.get("epochs"), int) else 1
     record = RunRecord(epochs=max(epochs, 1))
-    framework_version, versions = _versions(framework) if framework in DISTRIBUTIONS else ("", {})
-    config_json = json.dumps(settings, sort_keys=True, default=str)
+    framework_version, versions = _versions(framework)
     record.attrs |= {
         "framework": framework,
         "framework_version": framework_version,
@@ -369,19 +365,20 @@ def run(
         "dataset": dataset,
         "status": STATUS_OK,
         "device": device,
-        "host": socket.gethostname(),
+        "host": provenance.host(),
         "threads": threads or {},
-        "config": config_json,
-        "config_hash": hashlib.sha256(config_json.encode()).hexdigest()[:16],
+        "config": json.dumps(settings, sort_keys=True, default=str),
+        "config_hash": provenance.config_hash(settings),
+        "git_commit": provenance.git_commit(Path(__file__).resolve().parent),
         "seed": seed,
         "weight_decay_on": WEIGHT_DECAY_ON,
         "start_ns": start_ns,
-        "start_utc": _utc(start_ns),
+        "start_utc": provenance.utc(start_ns),
     }
     record.scalars["load_before"] = os.getloadavg()[0]
     try:
         _train(record, framework, mode, model, dataset, settings, seed, device, threads)
-    except Exception as error:  # noqa: BLE001 - every failure becomes a recorded result
+    except Exception as error:  # every failure becomes a recorded result, never a crash
         record.attrs |= {
             "status": STATUS_FAILED,
             "error_type": type(error).__name__,
@@ -392,7 +389,7 @@ def run(
     record.scalars.setdefault("peak_mem_bytes", record.scalars["peak_rss_bytes"])
     record.scalars["load_after"] = os.getloadavg()[0]
     end_ns = time.time_ns()
-    record.attrs |= {"end_ns": end_ns, "end_utc": _utc(end_ns)}
+    record.attrs |= {"end_ns": end_ns, "end_utc": provenance.utc(end_ns)}
     return record.to_dataset()
 
 
@@ -412,9 +409,13 @@ def _train(
         raise ValueError(f"unknown device {device!r}; known: cpu, cuda")
     config = parse_settings(settings)
     if f"{framework}/{mode}/{model}" in config.inject_failure:
-        raise RuntimeError(f"injected failure for {framework}/{mode}/{model} (train.inject_failure)")
+        raise RuntimeError(
+            f"injected failure for {framework}/{mode}/{model} (train.inject_failure)"
+        )
     if model not in config.architectures:
-        raise ValueError(f"unknown model {model!r}; train.architectures has {sorted(config.architectures)}")
+        raise ValueError(
+            f"unknown model {model!r}; train.architectures has {sorted(config.architectures)}"
+        )
 
     data = datasets.load_dataset(dataset, settings, seed)
     spec = resnet.build_resnet(config.architectures[model], *data.image_shape, data.classes)
@@ -490,7 +491,8 @@ def _train(
 
 def _evaluate(trainer: Trainer, x_val: np.ndarray, y_val: np.ndarray, batch_size: int) -> float:
     logits = [
-        trainer.predict(batch)[:valid] for batch, valid in datasets.padded_batches(x_val, batch_size)
+        trainer.predict(batch)[:valid]
+        for batch, valid in datasets.padded_batches(x_val, batch_size)
     ]
     return accuracy(np.concatenate(logits), y_val)
 
@@ -502,3 +504,63 @@ def write_run(ds: xr.Dataset, path: str | os.PathLike) -> None:
 def read_run(path: str | os.PathLike) -> xr.Dataset:
     with xr.open_dataset(path, engine="h5netcdf") as ds:
         return ds.load()
+
+
+def stack_runs(runs: Iterable[xr.Dataset], keys: tuple[str, ...] = RUN_KEYS) -> xr.Dataset:
+    """Train files (fwbench.training.read_run) as one dataset, dims framework, mode, *keys,
+    epoch; `status` per run ('absent' where a combination has no run) and `error` (the failed
+    run's message)."""
+    dims = (*VARIANT_DIMS, *keys)
+    expanded = []
+    for run in runs:
+        missing = [d for d in dims if d not in run.attrs]
+        if missing:
+            raise ValueError(f"a train file lacks the attributes {missing}")
+        labels = {d: [str(run.attrs[d])] for d in dims}
+        plain = run.assign(
+            status=((), str(run.attrs.get("status", "ok"))),
+            error=((), str(run.attrs.get("error_message", ""))),
+        )
+        plain.attrs = {}
+        expanded.append(plain.expand_dims(labels))
+    if not expanded:
+        raise ValueError("no training runs to stack")
+    combined = xr.merge(expanded, combine_attrs="drop", join="outer", compat="no_conflicts")
+    known = [f for f in MODES if f in combined["framework"].values]
+    others = sorted(set(combined["framework"].values.tolist()) - set(known))
+    combined = combined.reindex(framework=known + others)  # the registry's framework order
+    status = combined["status"].values.astype(object)
+    absent = np.vectorize(lambda v: not isinstance(v, str), otypes=[bool])(status)
+    status[absent] = "absent"
+    combined["status"] = (combined["status"].dims, status)
+    return combined
+
+
+def aggregate_runs(paths: Iterable[str | os.PathLike]) -> xr.Dataset:
+    """Every train file into one dataset (dims framework, mode, model, dataset, epoch), with
+    the versions each framework's runs come from."""
+    runs = [read_run(path) for path in paths]
+    stacked = stack_runs(runs)
+    versions = {run.attrs["framework"]: run.attrs.get("framework_version", "") for run in runs}
+    stacked.attrs["framework_versions"] = json.dumps(versions, sort_keys=True)
+    stacked.attrs["host"] = ",".join(sorted({str(run.attrs.get("host", "")) for run in runs}))
+    for name, unit in (EPOCH_UNITS | SCALAR_UNITS).items():
+        if name in stacked:
+            stacked[name].attrs["units"] = unit
+    return stacked
+
+
+def summary_frame(stacked: xr.Dataset) -> pd.DataFrame:
+    """One row per run (absent combinations left out): its status and per-run scalars, the
+    final validation accuracy and the median samples/s of the steady epochs."""
+    keys = (*VARIANT_DIMS, *RUN_KEYS)
+    scalars = [name for name in SCALAR_UNITS if name in stacked]
+    frame = stacked[scalars + ["status", "error"]].to_dataframe().reset_index()
+    frame = frame[frame["status"] != "absent"]
+    steady = stacked["samples_per_s"].isel(epoch=slice(1, None)).median("epoch")
+    accuracy = stacked["val_accuracy"]
+    last_measured = accuracy.notnull().cumsum("epoch").argmax("epoch")  # a failed run stops early
+    final = accuracy.isel(epoch=last_measured)
+    extra = xr.Dataset({"steady_samples_per_s": steady, "final_val_accuracy": final})
+    frame = frame.merge(extra.to_dataframe().reset_index(), on=list(keys), how="left")
+    return frame[[*keys, "status", "final_val_accuracy", "steady_samples_per_s", *scalars, "error"]]

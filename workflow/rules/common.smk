@@ -52,13 +52,36 @@ CELLS = [
 ]
 
 
+validate(config["train"], schema="../schemas/train.schema.yaml")
+TRAIN = config["train"]
+# What a train job needs; the GPU request keys only shape the job's resources.
+TRAIN_SETTINGS = {
+    key: value
+    for key, value in TRAIN.items()
+    if key not in ("gpus", "gpu_model", "slurm_partition")
+}
+TRAIN_RUNS = [
+    dict(framework=fw, version=VERSION[fw], mode=mode, model=model, dataset=dataset)
+    for fw in FRAMEWORKS
+    for mode in TRAIN["modes"][fw]
+    for model in TRAIN["models"]
+    for dataset in TRAIN["datasets"]
+]
+
+
 def _alternatives(values):
     return "|".join(re.escape(str(value)) for value in values)
 
 
 wildcard_constraints:
     framework=_alternatives(FRAMEWORKS),
-    mode=_alternatives(sorted({m for fw in FRAMEWORKS for m in config["modes"][fw]})),
+    mode=_alternatives(
+        sorted(
+            {m for fw in FRAMEWORKS for m in config["modes"][fw] + TRAIN["modes"][fw]}
+        )
+    ),
+    model=_alternatives(TRAIN["models"]),
+    dataset=_alternatives(TRAIN["datasets"]),
     arch=_alternatives(ARCHS),
     batch=_alternatives(BATCHES),
     # Only the installed versions: earlier versions' cells are plain input files (compare),
@@ -171,3 +194,23 @@ def current_cells(framework):
         for cell in CELLS
         if cell["framework"] == framework
     ]
+
+
+def train_resources():
+    """GPU jobs on the configured partition when device is cuda; nothing extra on CPU."""
+    if DEVICE != "cuda":
+        return {}
+    resources = {"gpu": TRAIN["gpus"], "slurm_partition": TRAIN["slurm_partition"]}
+    if TRAIN["gpu_model"]:
+        resources["gpu_model"] = TRAIN["gpu_model"]
+    return resources
+
+
+def train_params(wildcards):
+    fw = wildcards.framework
+    if wildcards.mode not in TRAIN["modes"][fw]:
+        raise ValueError(
+            f"training mode {wildcards.mode!r} is not configured for {fw} "
+            f"(train.modes.{fw}: {TRAIN['modes'][fw]})"
+        )
+    return dict(versions=VERSIONS[fw])

@@ -19,7 +19,9 @@ rule report:
         equivalence=rules.merge_checks.output.equivalence,
         flops=rules.merge_checks.output.flops,
         bench=rules.aggregate_bench.output[0],
-        figures=[rules.figures.output[name] for name in FIGURES],
+        figures=[rules.figures.output[name] for name in FIGURES]
+        + [rules.figures_training.output[name] for name in TRAINING_FIGURES],
+        train_stats=rules.aggregate_train.output.nc,
         compare=expand("results/compare/{framework}.csv", framework=COMPARED),
     output:
         "results/report.md",
