@@ -57,13 +57,13 @@ def _own_cpu_seconds() -> float:
     return times.user + times.system + times.children_user + times.children_system
 
 
-class _OtherCpu:
+class OtherCpu:
     """Other processes' CPU use over a window, in cores: the machine's busy time minus ours.
     The kernel counts in 10 ms ticks: a window under MIN_WINDOW_S reads as NaN, not as noise."""
 
     MIN_WINDOW_S = 0.1
 
-    def __enter__(self) -> _OtherCpu:
+    def __enter__(self) -> OtherCpu:
         self._machine, self._own = _cpu_busy_seconds(), _own_cpu_seconds()
         self._start = time.perf_counter()
         return self
@@ -93,10 +93,10 @@ def time_calls(
     sync(call())
     first_call_s = (time.perf_counter_ns() - start) * 1e-9
 
-    with _OtherCpu() as probe:
+    with OtherCpu() as probe:
         time.sleep(quiet_probe_s)
     latency_ns = np.empty(repeats, dtype=np.int64)
-    with _OtherCpu() as during:
+    with OtherCpu() as during:
         for _ in range(warmup):
             sync(call())
         for i in range(repeats):

@@ -50,13 +50,13 @@ from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
-import psutil
 import xarray as xr
 
 from fwbench import data as datasets
 from fwbench import provenance, resnet
 from fwbench.dataset import STATUS_FAILED, STATUS_OK, write_atomic
 from fwbench.frameworks import MODES, CompileInfo, check_framework_mode, load
+from fwbench.harness import OtherCpu
 from fwbench.weights import Weights
 
 VARIANT_DIMS = ("framework", "mode")
@@ -259,31 +259,6 @@ def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
     return float(np.mean(np.argmax(logits, axis=1) == labels))
 
 
-class _CpuMeter:
-    """Other processes' CPU use, in cores, between start() and stop()."""
-
-    def start(self) -> None:
-        self._machine, self._own = self._busy(), self._mine()
-        self._wall = time.perf_counter()
-
-    def stop(self) -> float:
-        wall = time.perf_counter() - self._wall
-        other = (self._busy() - self._machine) - (self._mine() - self._own)
-        return max(other, 0.0) / wall if wall > 0 else 0.0
-
-    @staticmethod
-    def _busy() -> float:
-        times = psutil.cpu_times()
-        return sum(
-            getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq")
-        )
-
-    @staticmethod
-    def _mine() -> float:
-        times = psutil.Process().cpu_times()
-        return times.user + times.system
-
-
 def _peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
 
@@ -455,14 +430,14 @@ def _train(
     x_train = datasets.to_layout(data.x_train, module.INPUT_LAYOUT)
     x_val = datasets.to_layout(data.x_val, module.INPUT_LAYOUT)
 
-    per_epoch, meter = record.per_epoch, _CpuMeter()
+    per_epoch = record.per_epoch
     for epoch, order in enumerate(orders):
         per_epoch["learning_rate"][epoch] = trainer.learning_rate()
-        meter.start()
-        start = time.perf_counter_ns()
-        losses = trainer.train_epoch(datasets.batches(x_train, data.y_train, order))
-        per_epoch["epoch_time_s"][epoch] = (time.perf_counter_ns() - start) * 1e-9
-        per_epoch["busy_cpu_other"][epoch] = meter.stop()
+        with OtherCpu() as other_cpu:
+            start = time.perf_counter_ns()
+            losses = trainer.train_epoch(datasets.batches(x_train, data.y_train, order))
+            per_epoch["epoch_time_s"][epoch] = (time.perf_counter_ns() - start) * 1e-9
+        per_epoch["busy_cpu_other"][epoch] = other_cpu.cores
         per_epoch["train_loss"][epoch] = float(np.mean(losses))
         per_epoch["samples_per_s"][epoch] = order.size / per_epoch["epoch_time_s"][epoch]
         start = time.perf_counter_ns()
