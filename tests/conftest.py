@@ -56,6 +56,11 @@ def smoke_run(tmp_path_factory) -> Path:
     return workdir
 
 
+def smoke_configs(workdir: Path) -> list[str]:
+    """The config files the smoke run used: plans against them show only real changes."""
+    return [SMOKE, str(workdir / "override.yaml")]
+
+
 @pytest.fixture
 def smoke_copy(smoke_run: Path, tmp_path: Path) -> Path:
     """A private copy of the finished smoke sweep (mtimes kept) for tests that change it."""

@@ -315,7 +315,8 @@ def _start_script(output: Path, lock: Path, log: Path, frameworks: list[str]) ->
         "output": [str(output)],
         "log": [str(log)],
         "params": {"settings": TINY_SETTINGS, "frameworks": frameworks, "device": "cpu"}
-        | {"threads": 1, "lock": str(lock)},
+        | {"threads": 1},
+        "config": {"timing_lock": str(lock)},
     }
     code = textwrap.dedent(f"""
         import json, runpy
@@ -323,7 +324,7 @@ def _start_script(output: Path, lock: Path, log: Path, frameworks: list[str]) ->
         fake = json.loads({json.dumps(fake)!r})
         snakemake = SimpleNamespace(
             output=fake["output"], log=fake["log"], input={{}},
-            params=SimpleNamespace(**fake["params"]),
+            params=SimpleNamespace(**fake["params"]), config=fake["config"],
         )
         runpy.run_path({str(SCRIPT)!r}, init_globals={{"snakemake": snakemake}})
     """)

@@ -250,10 +250,15 @@ def test_outputs_have_the_shape_of_a_local_run(slurm_run, local_run):
 
 
 def test_the_train_rule_runs_on_one_gpu_of_the_gpu_partition(cluster, tmp_path):
-    # fwbench's `train` rule is not in the smoke sweep: a one-rule workflow with a rule of the
-    # same name gets what the profile gives `train`.
+    # A one-rule workflow whose `train` rule asks for what fwbench's asks for with
+    # device: cuda (the smoke sweep runs on the CPU); the profile adds the whole node.
     run = run_with_slurm(["train-step.env"], tmp_path, cluster, REPO / "tests/slurm/Snakefile")
-    wanted = rule_resources("train")
+    schema = yaml.safe_load((REPO / "workflow/schemas/train.schema.yaml").read_text())
+    defaults = schema["properties"]
+    wanted = {
+        "slurm_partition": defaults["slurm_partition"]["default"],
+        "gpu": defaults["gpus"]["default"],
+    }
     [job] = run.jobs
     assert job.fields["Partition"] == wanted["slurm_partition"]
     assert wanted["slurm_partition"] != rule_resources("bench")["slurm_partition"]

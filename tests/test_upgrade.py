@@ -14,7 +14,7 @@ import yaml
 from fwbench.frameworks import MODES
 from fwbench.provenance import installed_versions
 
-from conftest import SMOKE, snakemake
+from conftest import SMOKE, smoke_configs, snakemake
 
 pytestmark = pytest.mark.slow
 NEW_TORCH = "99.0"
@@ -53,7 +53,8 @@ def test_upgrading_torch_reruns_only_torch_cells_and_keeps_the_old_ones(smoke_co
     config = yaml.safe_load(Path(SMOKE).read_text())
     torch_cells = 2 * len(config["architectures"]) * len(config["batch_sizes"])
 
-    plan = planned_jobs(snakemake("-n", "--configfile", SMOKE, cwd=workdir, env=env))
+    configs = smoke_configs(workdir)
+    plan = planned_jobs(snakemake("-n", "--configfile", *configs, cwd=workdir, env=env))
     assert plan.get("bench") == torch_cells
     assert plan.get("checks") == 1 and "hardware" not in plan
     assert plan.get("aggregate_bench") == 1
@@ -63,7 +64,7 @@ def test_upgrading_torch_reruns_only_torch_cells_and_keeps_the_old_ones(smoke_co
     others = snapshot(
         sorted((cells / "jax").rglob("*.nc")) + sorted(cells.glob("tensorflow/**/*.nc"))
     )
-    result = snakemake("--cores", "2", "--configfile", SMOKE, cwd=workdir, env=env, timeout=900)
+    result = snakemake("--cores", "2", "--configfile", *configs, cwd=workdir, env=env, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
     assert snapshot(list(others)) == others, "another framework's cell was recomputed"
@@ -85,19 +86,22 @@ def test_a_dimension_edit_reruns_only_that_architectures_cells(smoke_copy):
     config = yaml.safe_load(Path(SMOKE).read_text())
     mlp = config["dims"]["mlp"] | {"hidden": [48]}
     override.write_text(yaml.safe_dump({"dims": {"mlp": mlp}}))
-    plan = planned_jobs(snakemake("-n", "--configfile", SMOKE, str(override), cwd=smoke_copy))
+    configs = [*smoke_configs(smoke_copy), str(override)]
+    plan = planned_jobs(snakemake("-n", "--configfile", *configs, cwd=smoke_copy))
     cells_per_arch = modes_in(config) * len(config["batch_sizes"])
     assert plan.get("bench") == cells_per_arch
+    assert "hardware" not in plan and "train" not in plan
 
 
 def test_changing_repeats_reruns_every_cell_and_nothing_upstream(smoke_copy):
     override = smoke_copy / "repeats.yaml"
     override.write_text(yaml.safe_dump({"bench": {"repeats": 6}}))
-    plan = planned_jobs(snakemake("-n", "--configfile", SMOKE, str(override), cwd=smoke_copy))
+    configs = [*smoke_configs(smoke_copy), str(override)]
+    plan = planned_jobs(snakemake("-n", "--configfile", *configs, cwd=smoke_copy))
     config = yaml.safe_load(Path(SMOKE).read_text())
     total = modes_in(config) * len(config["architectures"]) * len(config["batch_sizes"])
     assert plan.get("bench") == total
-    assert "hardware" not in plan and "checks" not in plan
+    assert "hardware" not in plan and "checks" not in plan and "train" not in plan
 
 
 def test_installed_versions_sees_the_fake_upgrade(tmp_path, monkeypatch):

@@ -75,16 +75,20 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         "bytes": analytic.bytes,
         "activation_bytes": analytic.activation_bytes,
     }
+    start = time.perf_counter()
     adapter = frameworks.load(request.framework)
+    cell.attrs["import_s"] = time.perf_counter() - start
     cell.attrs["framework_threads"] = adapter.set_threads(request.threads)
     if request.inject_failure:
         raise InjectedFailure(
             f"bench.inject_failure names {request.framework}/{request.mode}/{request.arch}"
         )
+    start = time.perf_counter()
     runner = adapter.build(
         spec, weights.make_weights(spec, request.seed), request.mode, request.device
     )
     prepared = runner.prepare(weights.make_input(spec, request.batch, request.seed))
+    cell.attrs["build_s"] = time.perf_counter() - start
 
     def call() -> Any:
         return runner(prepared)
@@ -119,6 +123,7 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         "counter_note": counter_note,
         "peak_mem_kind": "device allocator peak" if device_peak is not None else "process RSS",
         "attempts": attempts,
+        "warmup_s": timing.warmup_s,
         "contended": int(timing.busy_cpu_other > request.busy_threshold_cores),
     }
 

@@ -20,7 +20,9 @@ Attributes: framework, framework_version, versions (JSON of every relevant distr
 mode, arch, batch, status ('ok' | 'failed'), error_type, error_message, traceback_tail,
 compile_how, counter_note, device, host, threads (JSON of every thread setting), warmup,
 repeats, config_hash, git_commit, start_ns, end_ns (time.time_ns wall clock), start_utc,
-end_utc, contended (0/1: the machine was busy during the cell), attempts.
+end_utc, contended (0/1: the machine was busy during the cell), attempts, and where the
+cell's time went: import_s (framework import), build_s (model build + input on device),
+warmup_s (the untimed warm-up calls).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ def timing_lock(path: str | os.PathLike) -> Iterator[float]:
 @dataclass
 class Timing:
     first_call_s: float
+    warmup_s: float
     latency_s: np.ndarray
     busy_cpu_other: float
     load_before: float
@@ -97,14 +98,17 @@ def time_calls(
         time.sleep(quiet_probe_s)
     latency_ns = np.empty(repeats, dtype=np.int64)
     with OtherCpu() as during:
+        warmup_start = time.perf_counter()
         for _ in range(warmup):
             sync(call())
+        warmup_s = time.perf_counter() - warmup_start
         for i in range(repeats):
             start = time.perf_counter_ns()
             sync(call())
             latency_ns[i] = time.perf_counter_ns() - start
     return Timing(
         first_call_s=first_call_s,
+        warmup_s=warmup_s,
         latency_s=latency_ns * 1e-9,
         busy_cpu_other=float(np.nanmax([probe.cores, during.cores])),
         load_before=load_before,

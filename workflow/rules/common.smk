@@ -54,12 +54,6 @@ CELLS = [
 
 validate(config["train"], schema="../schemas/train.schema.yaml")
 TRAIN = config["train"]
-# What a train job needs; the GPU request keys only shape the job's resources.
-TRAIN_SETTINGS = {
-    key: value
-    for key, value in TRAIN.items()
-    if key not in ("gpus", "gpu_model", "slurm_partition")
-}
 TRAIN_RUNS = [
     dict(framework=fw, version=VERSION[fw], mode=mode, model=model, dataset=dataset)
     for fw in FRAMEWORKS
@@ -145,7 +139,6 @@ def cell_request(wildcards):
         timeout_s=bench["timeout_s"],
         inject_failure=f"{wildcards.framework}/{wildcards.mode}/{wildcards.arch}"
         in bench["inject_failure"],
-        lock=config["timing_lock"],
         versions=VERSIONS[wildcards.framework],
     )
 

@@ -18,6 +18,5 @@ rule hardware:
         frameworks=FRAMEWORKS,
         device=DEVICE,
         threads=THREADS,
-        lock=config["timing_lock"],
     script:
         "../scripts/hardware.py"

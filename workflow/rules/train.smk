@@ -17,10 +17,9 @@ rule train:
         mode="{mode}",
         model="{model}",
         dataset="{dataset}",
-        settings=TRAIN_SETTINGS,
+        settings=TRAIN,
         threads=THREADS,
         device=DEVICE,
-        lock=config["timing_lock"],
         seed=config["seed"],
         checked=train_params,
     script:

@@ -10,7 +10,7 @@ with open(snakemake.log[0], "w") as log:  # noqa: F821
         frameworks=list(params.frameworks),
         device=params.device,
         threads=params.threads,
-        lock=params.lock,
+        lock=snakemake.config["timing_lock"],  # noqa: F821 (not a param: moving it reruns nothing)
         log=log,
         known_devices_path=snakemake.input.get("peaks", KNOWN_DEVICES),  # noqa: F821
     )

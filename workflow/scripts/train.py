@@ -22,7 +22,7 @@ with open(snakemake.log[0], "w") as log:  # noqa: F821
     # fd-level redirect: TF and XLA log from C++ straight to file descriptor 2.
     os.dup2(log.fileno(), 1)
     os.dup2(log.fileno(), 2)
-    with timing_lock(params.lock) as waited_s:
+    with timing_lock(snakemake.config["timing_lock"]) as waited_s:  # noqa: F821
         result = training.run(
             params.framework,
             params.mode,
