@@ -13,14 +13,13 @@ from __future__ import annotations
 import csv
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from fwbench import frameworks, reference
+from fwbench.atomic import atomic_path
 from fwbench.cost import cost
 from fwbench.specs import build_spec
 from fwbench.weights import make_input, make_weights
@@ -188,18 +187,8 @@ def flops_rows(
 
 def _write_atomic(path: str | os.PathLike, write: Any) -> None:
     """Call `write(handle)` on a temporary file beside `path`, then rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", newline="") as handle:
-            write(handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
+        write(handle)
 
 
 def write_csv(

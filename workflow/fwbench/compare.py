@@ -7,14 +7,14 @@ import math
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from fwbench.atomic import atomic_path, write_text
 from fwbench.dataset import STATUS_OK, read_cell
 from fwbench.significance import holm, mann_whitney_p
-from fwbench.stats import median_ci, ratio_of_medians_ci, seeded_rng, write_text_atomic
+from fwbench.stats import median_ci, ratio_of_medians_ci, seeded_rng
 
 FASTER, SLOWER, SAME = "faster", "slower", "no significant change"
 KEY = ("framework", "mode", "arch", "batch")
@@ -133,7 +133,7 @@ def summary_markdown(tables: dict[str, pd.DataFrame]) -> str:
 
 
 def write_csv(table: pd.DataFrame, path: str | os.PathLike) -> None:
-    write_text_atomic(table.to_csv(index=False), path)
+    write_text(table.to_csv(index=False), path)
 
 
 def draw_ratios(table: pd.DataFrame, path: str | os.PathLike) -> None:
@@ -162,8 +162,6 @@ def draw_ratios(table: pd.DataFrame, path: str | os.PathLike) -> None:
     )
     ax.set_title(f"{framework} {versions}: latency ratio per cell (green faster, red slower)")
     ax.legend(loc="lower right")
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(path).with_name(f".{Path(path).name}.tmp.png")
-    fig.savefig(tmp, dpi=150)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=150)
     plt.close(fig)
-    os.replace(tmp, path)

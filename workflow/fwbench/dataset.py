@@ -29,13 +29,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
+
+from fwbench.atomic import atomic_path
 
 UNITS = {
     "latency_s": "s",
@@ -89,39 +89,25 @@ class Cell:
             "repeats": int(self.repeats),
             "status": STATUS_OK,
         } | self.attrs
-        ds.attrs.update({key: _attr_value(value) for key, value in attrs.items()})
+        ds.attrs.update({key: attr_value(value) for key, value in attrs.items()})
         return ds
 
 
-def _attr_value(value: Any) -> Any:
+def attr_value(value: Any) -> Any:
     """netCDF attributes hold strings and numbers; dicts and lists go as JSON, None as ''."""
     if value is None:
         return ""
     if isinstance(value, bool):
         return int(value)
     if isinstance(value, dict | list | tuple):
-        return json.dumps(value, sort_keys=True)
+        return json.dumps(value, sort_keys=True, default=str)
     return value
 
 
 def write_atomic(ds: xr.Dataset, path: str | os.PathLike) -> None:
-    """Write to a temporary file beside `path`, fsync, then rename: a killed job leaves either
-    the old file or none, never half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes private files; results are for everyone
-    try:
+    """Write a netCDF file atomically (fwbench.atomic)."""
+    with atomic_path(path) as tmp:
         ds.to_netcdf(tmp, engine="h5netcdf")
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_cell(cell: Cell, path: str | os.PathLike) -> None:

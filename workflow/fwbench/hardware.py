@@ -28,6 +28,7 @@ import numpy as np
 import psutil
 
 from fwbench import provenance, stream
+from fwbench.atomic import write_text
 from fwbench.frameworks import load, pre_import_env
 from fwbench.harness import time_calls, timing_lock
 from fwbench.threads import affinity_cores, apply_thread_env, setup_threads
@@ -676,18 +677,7 @@ def characterize(
 
 
 def write_json_atomic(data: dict[str, Any], path: str | os.PathLike) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            json.dump(data, handle, indent=2, allow_nan=False)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_text(json.dumps(data, indent=2, allow_nan=False), path)
 
 
 if __name__ == "__main__":

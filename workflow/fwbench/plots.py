@@ -8,11 +8,9 @@ figures themselves live in `plots_inference` (stats.nc + hardware JSON) and `plo
 from __future__ import annotations
 
 import os
-import tempfile
 import textwrap
 import zlib
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -27,6 +25,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogFormatter  # noqa: E402
 
+from fwbench.atomic import atomic_path  # noqa: E402
 from fwbench.plots_data import read_hardware  # noqa: E402
 
 # Okabe–Ito colours (distinguishable with every common colour-vision deficiency); the same
@@ -148,21 +147,12 @@ def save_figure(
     for path, kind in ((png, "png"), (svg, "svg")):
         if path is None:
             continue
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        os.close(fd)
-        try:
-            # No timestamps in the files: the same data gives the same bytes.
-            metadata = {"Date": None} if kind == "svg" else {"Software": None}
+        # No timestamps in the files: the same data gives the same bytes.
+        metadata = {"Date": None} if kind == "svg" else {"Software": None}
+        with atomic_path(path) as tmp:
             figure.savefig(
                 tmp, format=kind, dpi=dpi, bbox_inches="tight", pad_inches=0.1, metadata=metadata
             )
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
 
 
 def open_dataset(path: str | os.PathLike) -> xr.Dataset:

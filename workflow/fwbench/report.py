@@ -23,9 +23,9 @@ import pandas as pd
 import xarray as xr
 
 from fwbench.aggregate import CELL_DIMS
+from fwbench.atomic import write_text
 from fwbench.plots_data import FigureInputs, HardwareSummary, read_hardware, variants
 from fwbench.report_optional import compare_section, training_section
-from fwbench.stats import write_text_atomic
 
 MISSING = "—"
 # The order and titles of the figures the report shows; a figure not listed comes last.
@@ -469,5 +469,5 @@ def render_report(inputs: ReportInputs, report_path: PathLike) -> str:
 def write_report(inputs: ReportInputs, report_path: PathLike) -> str:
     """Render the report and write it atomically to `report_path`; returns the text."""
     text = render_report(inputs, report_path)
-    write_text_atomic(text, report_path)
+    write_text(text, report_path)
     return text

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 import warnings
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,6 +31,7 @@ from scipy import stats as scipy_stats
 
 from fwbench import dataset
 from fwbench.aggregate import CELL_DIMS
+from fwbench.atomic import write_text
 from fwbench.roofline import INVALID_FAST, HardwareLimits, roofline
 from fwbench.significance import WINNER, Contest, decide
 from fwbench.tables import render_tables
@@ -445,23 +444,6 @@ def tidy(summary: xr.Dataset) -> pd.DataFrame:
     return frame.reset_index(drop=True)
 
 
-def write_text_atomic(text: str, path: str | os.PathLike) -> None:
-    """Write `text` under a temporary name beside `path`, then rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private; give it a normal file's mode
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def write_outputs(
     summary: xr.Dataset,
     stats_nc: str | os.PathLike,
@@ -473,6 +455,6 @@ def write_outputs(
     if missing:
         raise ValueError(f"no output path for the tables {', '.join(missing)}")
     dataset.write_atomic(summary, stats_nc)
-    write_text_atomic(tidy(summary).to_csv(index=False), stats_csv)
+    write_text(tidy(summary).to_csv(index=False), stats_csv)
     for name, text in render_tables(summary).items():
-        write_text_atomic(text, tables[name])
+        write_text(text, tables[name])

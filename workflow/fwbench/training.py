@@ -54,7 +54,7 @@ import xarray as xr
 
 from fwbench import data as datasets
 from fwbench import provenance, resnet
-from fwbench.dataset import STATUS_FAILED, STATUS_OK, write_atomic
+from fwbench.dataset import STATUS_FAILED, STATUS_OK, attr_value, write_atomic
 from fwbench.frameworks import MODES, CompileInfo, check_framework_mode, load
 from fwbench.harness import OtherCpu
 from fwbench.weights import Weights
@@ -290,18 +290,8 @@ class RunRecord:
         ds = xr.Dataset(variables, coords={"epoch": np.arange(self.epochs)})
         for name, unit in EPOCH_UNITS.items() | SCALAR_UNITS.items():
             ds[name].attrs["units"] = unit
-        ds.attrs.update({key: _attr_value(value) for key, value in self.attrs.items()})
+        ds.attrs.update({key: attr_value(value) for key, value in self.attrs.items()})
         return ds
-
-
-def _attr_value(value: Any) -> Any:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return int(value)
-    if isinstance(value, dict | list | tuple):
-        return json.dumps(value, sort_keys=True, default=str)
-    return value
 
 
 def _versions(framework: str) -> tuple[str, dict[str, str]]:
