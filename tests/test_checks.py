@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
 import math
 import subprocess
@@ -16,6 +15,7 @@ import pytest
 
 from fwbench import checks, frameworks, reference
 from fwbench.cost import cost
+from fwbench.frameworks import MODES
 from fwbench.specs import build_spec
 from fwbench.weights import make_input, make_weights
 
@@ -238,21 +238,15 @@ def test_merge_csv_refuses_inputs_whose_columns_differ(tmp_path):
     assert not (tmp_path / "out.csv").exists()
 
 
-# The real adapters, each only where its module exists (they are written in parallel).
+# The real adapters.
 REAL_DIMS = {
     "mlp": {"input": 8, "hidden": [6], "classes": 3},
     "lstm": {"input": 3, "hidden": 4, "layers": 1, "seq_len": 3, "classes": 2},
 }
 
 
-def _adapter_missing(framework: str) -> bool:
-    return importlib.util.find_spec(f"fwbench.frameworks.{framework}_infer") is None
-
-
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_the_real_adapter_matches_the_reference_in_eager_mode(framework):
-    if _adapter_missing(framework):
-        pytest.skip(f"fwbench.frameworks.{framework}_infer is not written yet")
     rows = checks.equivalence_rows(framework, list(REAL_DIMS), REAL_DIMS, 0, 2, 1e-4, ["eager"])
     for row in rows:
         assert row["error"] == "", row
@@ -262,11 +256,19 @@ def test_the_real_adapter_matches_the_reference_in_eager_mode(framework):
     assert flops[0]["note"], flops[0]  # a count says how it was made; a missing one says why
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
+def test_a_wider_mlp_from_the_config_needs_no_code_change_in_any_mode(framework):
+    wide = {"mlp": {"input": 784, "hidden": [1024, 1024], "classes": 10}}
+    rows = checks.equivalence_rows(framework, ["mlp"], wide, 0, 4, 1e-4, MODES[framework])
+    assert [row["mode"] for row in rows] == list(MODES[framework])
+    for row in rows:
+        assert row["pass"] is True, row
+
+
 def test_torch_flop_counter_agrees_exactly_with_the_analytic_matmul_flops():
     """An independent count of the cost model: FlopCounterMode is exact for addmm/conv/RNN
     (it counts 0 for nn.LSTM and the fused attention path, so those are not compared)."""
-    if _adapter_missing("torch"):
-        pytest.skip("fwbench.frameworks.torch_infer is not written yet")
     archs = ["mlp", "cnn", "rnn"]
     rows = checks.flops_rows("torch", archs, TINY_DIMS, 0, 3, ["eager"])
     for row in rows:
@@ -304,8 +306,6 @@ def _run_script(tmp_path, **args):
 
 
 def test_the_checks_script_writes_both_csvs_and_imports_only_its_framework(tmp_path):
-    if _adapter_missing("jax"):
-        pytest.skip("fwbench.frameworks.jax_infer is not written yet")
     params = {
         "framework": "jax",
         "archs": ["mlp"],
