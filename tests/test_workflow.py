@@ -4,6 +4,7 @@ recorded as data, an interrupted job leaving nothing half-written."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -77,8 +78,15 @@ def test_a_target_outside_the_config_is_rejected(smoke_run):
 
 def test_an_interrupted_job_leaves_no_output_and_only_it_reruns(smoke_copy):
     smoke_run = smoke_copy
+    # A sweep stopped midway: one cell not yet written, nothing downstream of it yet (Snakemake
+    # does not recreate a missing intermediate file whose consumers are up to date).
     target = smoke_run / f"results/cells/torch/{version('torch')}/compiled/lstm/b8.nc"
     target.unlink()
+    results = smoke_run / "results"
+    (results / "aggregate/bench.nc").unlink()
+    (results / "report.md").unlink()
+    for later in ("summary", "figures"):
+        shutil.rmtree(results / later)
     job = subprocess.Popen(
         [*SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--cores", "1"]
         + [str(target.relative_to(smoke_run)), "--configfile", *smoke_configs(smoke_run)],
@@ -96,10 +104,14 @@ def test_an_interrupted_job_leaves_no_output_and_only_it_reruns(smoke_copy):
     job.wait()
     assert not target.exists()
     assert not list(target.parent.glob(f".{target.name}.*")), "a temporary file was left"
+    # A killed Snakemake leaves its directory lock behind; unlocking is the user's first step.
+    unlock = snakemake("--unlock", "--configfile", *smoke_configs(smoke_run), cwd=smoke_run)
+    assert unlock.returncode == 0, unlock.stdout + unlock.stderr
     plan = snakemake("-n", "--configfile", *smoke_configs(smoke_run), cwd=smoke_run)
     assert plan.returncode == 0, plan.stdout + plan.stderr
-    planned = [line.split()[0] for line in plan.stdout.splitlines() if line.startswith("bench ")]
-    assert planned == ["bench"], plan.stdout
+    planned = [line.split() for line in plan.stdout.splitlines() if line.startswith("bench ")]
+    assert planned == [["bench", "1"]], plan.stdout
+    assert f"output: {target.relative_to(smoke_run)}" in plan.stdout
 
 
 def test_stats_carry_roofline_metrics_from_the_measured_hardware(smoke_run):
