@@ -143,8 +143,9 @@ class _Watchdog:
     """Writes a `failed` cell and ends the process when a cell outlives its timeout, even
     when the main thread is stuck inside a framework's C code."""
 
-    def __init__(self, cell: Cell, output: Path, timeout_s: float) -> None:
+    def __init__(self, cell: Cell, output: Path, timeout_s: float, scratch: str) -> None:
         self._cell, self._output, self._timeout_s = cell, output, timeout_s
+        self._scratch = scratch
         self._lock = threading.Lock()
         self._done = False
         self._timer = threading.Timer(timeout_s, self._fire)
@@ -172,6 +173,7 @@ class _Watchdog:
         self._cell.attrs |= _failure_attrs(error) | {"end_ns": time.time_ns()}
         write_cell(self._cell, self._output)
         print(f"fwbench: {error}", file=sys.stderr, flush=True)
+        shutil.rmtree(self._scratch, ignore_errors=True)
         os._exit(0)
 
 
@@ -204,7 +206,7 @@ def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
         with timing_lock(request.lock) as waited_s:
             cell.attrs["lock_wait_s"] = waited_s
             cell.attrs["start_ns"] = time.time_ns()
-            with _Watchdog(cell, output, request.timeout_s) as watchdog:
+            with _Watchdog(cell, output, request.timeout_s, scratch) as watchdog:
                 try:
                     _measure(request, cell)
                 except Exception as error:  # a failed cell is data, not a crashed sweep
