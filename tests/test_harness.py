@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -86,14 +87,14 @@ def fake(monkeypatch, tmp_path):
     monkeypatch.setattr(frameworks, "load", lambda framework, part="infer": fake_adapter)
     monkeypatch.setattr(fake_adapter, "FAIL_IN_BUILD", None)
     monkeypatch.setattr(bench, "setup_threads", lambda threads: {"threads": threads})
-    for name in ("TMPDIR", "TORCHINDUCTOR_CACHE_DIR"):
-        monkeypatch.delenv(name, raising=False)
     return request(lock=str(tmp_path / "lock"))
 
 
 def test_a_measured_cell_holds_every_iteration_and_its_conditions(fake, tmp_path):
     out = tmp_path / "cell.nc"
+    before = os.environ.get("TMPDIR")
     bench.run_cell(fake, out)
+    assert os.environ.get("TMPDIR") == before, "the cell's private TMPDIR leaked out"
     ds = read_cell(out)
     assert ds.attrs["status"] == "ok"
     assert ds["latency_s"].shape == (4,) and np.all(ds["latency_s"] > 0)

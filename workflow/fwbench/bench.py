@@ -185,8 +185,10 @@ def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
     # A private temp dir per cell: compiler caches (torch inductor writes to the system temp dir)
     # start cold every time, so first-call times are comparable and reruns reproduce them.
     scratch = tempfile.mkdtemp(prefix="fwbench-cell-")
+    cache_env = {"TMPDIR": scratch, "TORCHINDUCTOR_CACHE_DIR": os.path.join(scratch, "inductor")}
+    saved_env = {name: os.environ.get(name) for name in cache_env}
     saved_tempdir = tempfile.tempdir
-    os.environ.update(TMPDIR=scratch, TORCHINDUCTOR_CACHE_DIR=os.path.join(scratch, "inductor"))
+    os.environ.update(cache_env)
     tempfile.tempdir = scratch
 
     cell = Cell(request.framework, request.mode, request.arch, request.batch, request.repeats)
@@ -219,5 +221,10 @@ def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
                     write_cell(cell, output)
     finally:
         tempfile.tempdir = saved_tempdir
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
         shutil.rmtree(scratch, ignore_errors=True)
     return cell
