@@ -26,6 +26,7 @@ from fwbench.aggregate import CELL_DIMS
 from fwbench.atomic import write_text
 from fwbench.plots_data import FigureInputs, HardwareSummary, read_hardware, variants
 from fwbench.report_optional import compare_section, training_section
+from fwbench.tables import markdown_table
 
 MISSING = "—"
 # The order and titles of the figures the report shows; a figure not listed comes last.
@@ -86,15 +87,6 @@ def latency_us(seconds: Any) -> str:
         return MISSING
     micro = seconds * 1e6
     return f"{micro:,.1f}" if micro >= 10 else f"{micro:.3g}"
-
-
-def markdown_table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    def cell(value: Any) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ").strip()
-
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
 
 
 def demote(markdown: str, levels: int = 2) -> str:

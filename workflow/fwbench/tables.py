@@ -19,7 +19,9 @@ from fwbench.significance import WINNER
 ABSENT_MARK, FAILED_MARK = "—", "failed"
 
 
-def _markdown(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
+    """A Markdown table; pipes and newlines in cells are escaped."""
+
     def cell(value: object) -> str:
         return str(value).replace("|", "\\|").replace("\n", " ").strip()
 
@@ -94,7 +96,7 @@ def latency_table(summary: xr.Dataset, batch: int) -> str:
         f"(winner) or ties with others (winners.md). {FAILED_MARK}: the cell failed "
         f"(failed.md); {ABSENT_MARK}: no measurement.\n\n"
     )
-    return title + note + _markdown(header, rows)
+    return title + note + markdown_table(header, rows)
 
 
 def compile_speedup_table(summary: xr.Dataset) -> str:
@@ -143,7 +145,7 @@ def compile_speedup_table(summary: xr.Dataset) -> str:
         "# Compile speedup: eager median / compiled median\n\n"
         "Overhead = first call − median. Break-even: the smallest number of calls after which "
         "compiling and running took no longer than running eagerly (never: it does not pay).\n\n"
-        + _markdown(header, rows)
+        + markdown_table(header, rows)
     )
 
 
@@ -182,7 +184,7 @@ def efficiency_table(summary: xr.Dataset) -> str:
         f"Limits: {summary.attrs.get('roofline', 'unknown')}.\n"
         "Lower bound = max(FLOPs / peak, bytes / bandwidth). Efficiency is not clamped: above "
         "1 means faster than the hardware allows (missing sync or wrong cost model).\n\n"
-        + _markdown(header, rows)
+        + markdown_table(header, rows)
     )
 
 
@@ -226,7 +228,7 @@ def winners_table(summary: xr.Dataset) -> str:
         "Fastest by median; a winner only when a two-sided Mann–Whitney U test finds it "
         f"different from every other variant at Holm-adjusted p < {alpha} (all the table's "
         "comparisons corrected together). Otherwise a tie among the variants not significantly "
-        "slower. Failed cells do not compete (failed.md).\n\n" + _markdown(header, rows)
+        "slower. Failed cells do not compete (failed.md).\n\n" + markdown_table(header, rows)
     )
 
 
@@ -238,7 +240,7 @@ def failed_table(summary: xr.Dataset) -> str:
     if not rows:
         return "# Failed cells\n\nNo cell failed.\n"
     header = ["framework", "mode", "arch", "batch", "error type", "message"]
-    return "# Failed cells\n\n" + _markdown(header, rows)
+    return "# Failed cells\n\n" + markdown_table(header, rows)
 
 
 def flagged_table(summary: xr.Dataset) -> str:
@@ -257,7 +259,7 @@ def flagged_table(summary: xr.Dataset) -> str:
     if not rows:
         return f"# Flagged cells\n\nNo cell is flagged.\n\n{legend}\n"
     header = ["framework", "mode", "arch", "batch", "flags", "CV %", "busy cores", "efficiency"]
-    return f"# Flagged cells\n\n{legend}\n\n" + _markdown(header, rows)
+    return f"# Flagged cells\n\n{legend}\n\n" + markdown_table(header, rows)
 
 
 def render_tables(summary: xr.Dataset) -> dict[str, str]:
