@@ -22,6 +22,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from fwbench.tables import markdown_table
+
 MISSING = "—"
 # Per-run training quantities shown when the run dataset has them: (variable, header, scale).
 TRAINING_COLUMNS = (
@@ -34,17 +36,15 @@ TRAINING_COLUMNS = (
 )
 
 
-def _cell(value: Any) -> str:
+def _cell(value: Any) -> Any:
+    """Floats to 4 significant digits (— when not finite); everything else as it is."""
     if isinstance(value, float | np.floating):
         return MISSING if not math.isfinite(value) else f"{value:.4g}"
-    text = "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ").strip()
+    return value
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_cell(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines) + "\n"
+def _table(header: Sequence[str], rows: Any) -> str:
+    return markdown_table(header, ([_cell(v) for v in row] for row in rows))
 
 
 def _frame_table(frame: pd.DataFrame) -> str:

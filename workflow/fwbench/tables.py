@@ -23,7 +23,8 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> s
     """A Markdown table; pipes and newlines in cells are escaped."""
 
     def cell(value: object) -> str:
-        return str(value).replace("|", "\\|").replace("\n", " ").strip()
+        text = "" if value is None else str(value)
+        return text.replace("|", "\\|").replace("\n", " ").strip()
 
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
