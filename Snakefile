@@ -8,6 +8,9 @@ min_version("9.0")
 configfile: f"{workflow.basedir}/config/config.yaml"
 
 
+report: "workflow/report/workflow.rst"
+
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/hardware.smk"
 include: "workflow/rules/checks.smk"
@@ -18,6 +21,19 @@ include: "workflow/rules/stats.smk"
 include: "workflow/rules/compare.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
+
+
+# Cheap rules run where Snakemake runs, never as cluster jobs.
+localrules:
+    merge_checks,
+    aggregate_bench,
+    aggregate_train,
+    stats,
+    compare_framework,
+    compare,
+    figures,
+    figures_training,
+    report,
 
 
 rule all:

@@ -1,5 +1,6 @@
-"""A framework adapter with no framework: numpy arithmetic, controllable delays and failures.
-Lets the harness be tested without importing torch, jax or tensorflow."""
+"""A framework adapter with no framework: numpy arithmetic, controllable delays and failures,
+and `request`, a cell for it to run. Lets the harness be tested without importing torch, jax
+or tensorflow (and is imported, in a subprocess too, where a test module must not be)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ import time
 
 import numpy as np
 
-from fwbench.frameworks import CompileInfo
-from fwbench.reference import forward
+from fwbench.frameworks.protocols import CompileInfo
+from fwbench.measure import bench
+from fwbench.model.reference import forward
 
 BUILD_DELAY_S = 0.0
 FAIL_IN_BUILD: Exception | None = None
@@ -40,8 +42,8 @@ class FakeRunner:
         return None, "the fake adapter has no counter"
 
 
-def set_threads(n):
-    return {"fake_threads": n}
+def set_threads(threads):
+    return {"fake_threads": threads}
 
 
 def build(spec, weights, mode, device):
@@ -52,3 +54,24 @@ def build(spec, weights, mode, device):
 
 
 COUNTER_SCOPE = "matmul"
+
+
+def request(**changes) -> bench.CellRequest:
+    """A small torch-named cell (the fake stands in for torch) with `changes` applied."""
+    fields = dict(
+        framework="torch",
+        mode="eager",
+        arch="mlp",
+        batch=2,
+        dims={"input": 8, "hidden": [4], "classes": 3},
+        seed=0,
+        device="cpu",
+        threads=1,
+        warmup=1,
+        repeats=4,
+        busy_threshold_cores=1e9,
+        retries=0,
+        timeout_s=60,
+        versions={"torch": "0.0-fake"},
+    )
+    return bench.CellRequest(**(fields | changes))

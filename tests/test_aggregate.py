@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
-import runpy
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from fwbench import dataset
-from fwbench.aggregate import aggregate_cells, read_cell_record, write_aggregate
-from fwbench.dataset import STATUS_FAILED, Cell, write_cell
+from fwbench.analysis.aggregate import aggregate_cells, write_aggregate
+from fwbench.io import cell_file as dataset
+from fwbench.io.cell_file import Cell, read_cell_record, write_cell
+from fwbench.io.dims import STATUS_FAILED
 
 REPO = Path(__file__).resolve().parents[1]
 PROVENANCE = {
@@ -175,14 +178,22 @@ def test_a_file_that_is_not_a_cell_is_named(tmp_path):
 
 
 def test_the_rule_script_aggregates_the_given_cells(tmp_path):
-    from snakemake.iocontainers import Namedlist
-
     paths = [str(write(tmp_path, make_cell("torch", "eager")))]
     output, log = tmp_path / "bench.nc", tmp_path / "aggregate.log"
-    fake = type("Snakemake", (), {})()
-    fake.input = Namedlist(fromdict={"cells": paths})
-    fake.output, fake.log = Namedlist([str(output)]), Namedlist([str(log)])
-    runpy.run_path(str(REPO / "workflow/scripts/aggregate.py"), init_globals={"snakemake": fake})
+    runner = (  # a process of its own, as Snakemake runs a script: the job's log takes fd 1 and 2
+        "import json, runpy, sys, types\n"
+        "snakemake = types.SimpleNamespace(\n"
+        "    input=types.SimpleNamespace(cells=json.loads(sys.argv[1])),\n"
+        "    output=[sys.argv[2]], log=[sys.argv[3]],\n"
+        ")\n"
+        "runpy.run_path(sys.argv[4], init_globals={'snakemake': snakemake})\n"
+    )
+    script = REPO / "workflow/scripts/aggregate.py"
+    subprocess.run(
+        [sys.executable, "-c", runner, json.dumps(paths), str(output), str(log), str(script)],
+        check=True,
+        timeout=120,
+    )
     with xr.open_dataset(output) as ds:
         assert ds.attrs["cells"] == 1
     assert "aggregated 1 cells" in log.read_text()

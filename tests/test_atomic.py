@@ -7,7 +7,7 @@ import stat
 
 import pytest
 
-from fwbench.atomic import atomic_path, write_text
+from fwbench.io.atomic import atomic_path, write_text
 
 
 def test_a_failed_write_keeps_the_previous_file_and_no_temporary(tmp_path):

@@ -6,8 +6,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fwbench.compare import FASTER, SAME, SLOWER, CompareSettings, compare, summary_markdown
-from fwbench.dataset import STATUS_FAILED, Cell, write_cell
+from fwbench.analysis.compare import (
+    FASTER,
+    SAME,
+    SLOWER,
+    CompareSettings,
+    compare,
+    summary_markdown,
+)
+from fwbench.io.cell_file import Cell, write_cell
+from fwbench.io.dims import STATUS_FAILED
 
 
 def write(tmp_path, version, arch, latencies, status="ok"):

@@ -10,7 +10,7 @@ import yaml
 from snakemake.exceptions import WorkflowError
 from snakemake.utils import update_config, validate
 
-from fwbench.specs import build_spec
+from fwbench.model.specs import build_spec
 
 from conftest import REPO, snakemake
 

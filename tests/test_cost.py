@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fwbench import reference
-from fwbench.cost import COUNTING_CONVENTIONS, cost
-from fwbench.specs import ARCHITECTURES, build_spec
-from fwbench.weights import make_input, make_weights
+from fwbench.model import reference
+from fwbench.model.cost import COUNTING_CONVENTIONS, cost
+from fwbench.model.specs import ARCHITECTURES, build_spec
+from fwbench.model.weights import make_input, make_weights
 
 SMALL_DIMS = {
     "mlp": {"input": 5, "hidden": [4, 3], "classes": 2},

@@ -14,11 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fwbench import hardware, stream
+from fwbench.hardware import characterize, identity, stream, theory, workers
 
 from conftest import REPO
 
 SCRIPT = REPO / "workflow" / "scripts" / "hardware.py"
+PEAKS = REPO / "resources" / "peaks.yaml"
 TINY_SETTINGS = {
     "stream_llc_multiple": 0.05,
     "stream_trials": 2,
@@ -32,11 +33,11 @@ TINY_SETTINGS = {
 
 
 def test_this_machines_identity_has_sane_cores_caches_and_memory():
-    cpu = hardware.cpu_identity()
+    cpu = identity.cpu_identity()
     assert cpu["logical_cores"] >= cpu["physical_cores"] >= 1
     assert 1 <= cpu["affinity_cores"] <= cpu["logical_cores"]
     assert cpu["memory_total_bytes"] > 2**20
-    assert set(cpu["isa"]) == set(hardware.ISA_FLAGS)
+    assert set(cpu["isa"]) == set(identity.ISA_FLAGS)
     caches = cpu["caches"]
     for key in ("l1d_bytes", "l2_bytes", "l3_bytes", "llc_total_bytes"):
         assert caches[key] is None or caches[key] > 0, key
@@ -62,7 +63,7 @@ def test_sysfs_caches_are_per_instance_and_the_last_level_is_summed_over_instanc
         _fake_cache(tmp_path, cpu, 1, 1, "Instruction", "32K", str(cpu))
         _fake_cache(tmp_path, cpu, 2, 2, "Unified", "2048K", str(cpu))
         _fake_cache(tmp_path, cpu, 3, 3, "Unified", "16M", str(cpu))  # one L3 per CPU
-    sizes = hardware.cache_sizes(hardware.read_sysfs_caches(tmp_path), info={})
+    sizes = identity.cache_sizes(identity.read_sysfs_caches(tmp_path), info={})
     assert sizes["l1d_bytes"] == 48 * 1024
     assert sizes["l2_bytes"] == 2 * 2**20
     assert sizes["l3_bytes"] == 16 * 2**20
@@ -73,14 +74,14 @@ def test_sysfs_caches_are_per_instance_and_the_last_level_is_summed_over_instanc
 def test_a_shared_cache_counts_once(tmp_path):
     for cpu in (0, 1):
         _fake_cache(tmp_path, cpu, 0, 2, "Unified", "1024K", "0-1")
-    sizes = hardware.cache_sizes(hardware.read_sysfs_caches(tmp_path), info={})
+    sizes = identity.cache_sizes(identity.read_sysfs_caches(tmp_path), info={})
     assert sizes["llc_level"] == 2
     assert sizes["llc_total_bytes"] == 2**20
 
 
 def test_without_sysfs_the_caches_come_from_cpuinfo_and_say_so(tmp_path):
     info = {"l1_data_cache_size": 65536, "l2_cache_size": 4 * 2**20, "l3_cache_size": 0}
-    sizes = hardware.cache_sizes(hardware.read_sysfs_caches(tmp_path), info)
+    sizes = identity.cache_sizes(identity.read_sysfs_caches(tmp_path), info)
     assert sizes["l3_bytes"] is None
     assert sizes["llc_level"] == 2
     assert sizes["llc_total_bytes"] == 4 * 2**20
@@ -89,12 +90,12 @@ def test_without_sysfs_the_caches_come_from_cpuinfo_and_say_so(tmp_path):
 
 @pytest.mark.parametrize(("text", "size"), [("32K", 32768), ("32768K", 2**25), ("2M", 2**21)])
 def test_cache_sizes_parse_with_their_unit(text, size):
-    assert hardware.parse_size(text) == size
+    assert identity.parse_size(text) == size
 
 
 def test_an_unparseable_cache_size_is_named():
     with pytest.raises(ValueError, match="'lots'"):
-        hardware.parse_size("lots")
+        identity.parse_size("lots")
 
 
 # ---------------------------------------------------------------- STREAM
@@ -122,8 +123,8 @@ def test_stream_arrays_are_the_llc_multiple_of_the_last_level_cache():
 
 
 def test_arrays_below_streams_four_times_rule_are_labelled_as_partly_cache():
-    assert "cache bandwidth" in hardware._sizing(2**25, 0.5)["note"]
-    assert "note" not in hardware._sizing(2**25, 4)
+    assert "cache bandwidth" in characterize._sizing(2**25, 0.5)["note"]
+    assert "note" not in characterize._sizing(2**25, 4)
 
 
 def test_stream_refuses_arrays_that_do_not_fit_in_memory():
@@ -179,13 +180,13 @@ def test_stream_validation_catches_nan():
 
 
 def test_ridge_is_peak_over_bandwidth():
-    assert hardware.ridge_point(400e9, 20e9) == pytest.approx(20.0)
+    assert theory.ridge_point(400e9, 20e9) == pytest.approx(20.0)
     with pytest.raises(ValueError, match="0"):
-        hardware.ridge_point(400e9, 0)
+        theory.ridge_point(400e9, 0)
 
 
 def test_gemm_rate_is_two_n_cubed_over_the_best_time():
-    summary = hardware.gemm_summary(100, [0.5, 0.25, 0.3])
+    summary = workers.gemm_summary(100, [0.5, 0.25, 0.3])
     assert summary == {"flops": 2_000_000, "best_s": 0.25, "flops_per_s": 8_000_000.0}
 
 
@@ -219,9 +220,9 @@ def _fake_cpuinfo(vendor: str, family: int, flags: list[str]) -> dict:
 def test_theoretical_peak_is_flop_per_cycle_times_cores_times_clock(
     tmp_path, vendor, family, flags, per_cycle
 ):
-    cpu = hardware.cpu_identity(_fake_cpuinfo(vendor, family, flags), root=tmp_path)
+    cpu = identity.cpu_identity(_fake_cpuinfo(vendor, family, flags), root=tmp_path)
     assert cpu["clock_hz"] == 2e9
-    peaks = hardware.theoretical_cpu_peaks(cpu, cores=4)
+    peaks = theory.theoretical_cpu_peaks(cpu, cores=4)
     assert peaks["flop_per_cycle"] == per_cycle
     for dtype, flop in per_cycle.items():
         expected = None if flop is None else flop * 4 * 2e9
@@ -230,24 +231,24 @@ def test_theoretical_peak_is_flop_per_cycle_times_cores_times_clock(
 
 
 def test_no_theoretical_peak_is_invented_for_an_isa_without_a_model(tmp_path):
-    cpu = hardware.cpu_identity(_fake_cpuinfo("ARM", 0, ["asimd", "fphp"]), root=tmp_path)
-    peaks = hardware.theoretical_cpu_peaks(cpu, cores=8)
+    cpu = identity.cpu_identity(_fake_cpuinfo("ARM", 0, ["asimd", "fphp"]), root=tmp_path)
+    peaks = theory.theoretical_cpu_peaks(cpu, cores=8)
     assert set(peaks["flops_per_s"].values()) == {None}
     assert "not derived" in peaks["derivation"]
 
 
 def test_bf16_is_skipped_with_a_reason_where_the_hardware_lacks_it(tmp_path):
-    without = hardware.cpu_identity(_fake_cpuinfo("GenuineIntel", 6, ["avx2"]), root=tmp_path)
-    with_bf16 = hardware.cpu_identity(
+    without = identity.cpu_identity(_fake_cpuinfo("GenuineIntel", 6, ["avx2"]), root=tmp_path)
+    with_bf16 = identity.cpu_identity(
         _fake_cpuinfo("AuthenticAMD", 25, ["avx2", "avx512_bf16"]), root=tmp_path
     )
-    assert "bf16" in hardware.dtype_support("cpu", without, None)["bfloat16"]
-    assert hardware.dtype_support("cpu", with_bf16, None)["bfloat16"] is None
+    assert "bf16" in identity.dtype_support("cpu", without, None)["bfloat16"]
+    assert identity.dtype_support("cpu", with_bf16, None)["bfloat16"] is None
     assert (
-        "8.0" in hardware.dtype_support("cuda", without, {"compute_capability": "7.0"})["bfloat16"]
+        "8.0" in identity.dtype_support("cuda", without, {"compute_capability": "7.0"})["bfloat16"]
     )
     assert (
-        hardware.dtype_support("cuda", without, {"compute_capability": "9.0"})["bfloat16"] is None
+        identity.dtype_support("cuda", without, {"compute_capability": "9.0"})["bfloat16"] is None
     )
 
 
@@ -262,7 +263,7 @@ def test_bf16_is_skipped_with_a_reason_where_the_hardware_lacks_it(tmp_path):
     ],
 )
 def test_known_devices_are_found_by_name_with_vendor_figures(name, entry, bandwidth):
-    found = hardware.match_known_device(name, hardware.load_known_devices())
+    found = theory.match_known_device(name, theory.load_known_devices(PEAKS))
     assert found["name"] == entry
     assert found["bandwidth_Bps"] == bandwidth
     assert found["source"]
@@ -272,11 +273,11 @@ def test_known_devices_are_found_by_name_with_vendor_figures(name, entry, bandwi
     "name", ["NVIDIA H200 NVL", "NVIDIA H100 PCIe", "Apple M3 Max", "AMD EPYC"]
 )
 def test_other_devices_do_not_borrow_a_known_devices_figures(name):
-    assert hardware.match_known_device(name, hardware.load_known_devices()) is None
+    assert theory.match_known_device(name, theory.load_known_devices(PEAKS)) is None
 
 
 def test_known_device_bf16_figures_are_dense_not_sparse():
-    by_name = {d["name"]: d for d in hardware.load_known_devices()}
+    by_name = {d["name"]: d for d in theory.load_known_devices(PEAKS)}
     assert by_name["NVIDIA H100 SXM"]["bfloat16_flops_per_s"] == 989.5e12
     assert by_name["NVIDIA A100 SXM4 80GB"]["bfloat16_flops_per_s"] == 312e12
 
@@ -285,12 +286,12 @@ def test_a_known_device_figure_that_is_not_a_number_is_named(tmp_path):
     table = tmp_path / "peaks.yaml"
     table.write_text("devices:\n  - {name: X, match: X, bandwidth_Bps: 1.0e12, source: s}\n")
     with pytest.raises(ValueError, match=r"X\.bandwidth_Bps = '1\.0e12'"):
-        hardware.load_known_devices(table)
+        theory.load_known_devices(table)
 
 
 def test_settings_with_an_unknown_dtype_are_refused_by_name():
     with pytest.raises(ValueError, match="int8"):
-        hardware.check_settings(TINY_SETTINGS | {"dtypes": ["int8"]}, ["torch"], "cpu")
+        characterize.check_settings(TINY_SETTINGS | {"dtypes": ["int8"]}, ["torch"], "cpu")
 
 
 # ---------------------------------------------------------------- workers and the script
@@ -298,11 +299,11 @@ def test_settings_with_an_unknown_dtype_are_refused_by_name():
 
 def test_a_failing_worker_raises_with_its_exit_code():
     with pytest.raises(RuntimeError, match="numpy/bogus exited with 1"):
-        hardware.run_worker("numpy", "bogus", {}, threads=1, device="cpu")
+        workers.run_worker("numpy", "bogus", {}, threads=1, device="cpu")
 
 
 def test_without_torch_stream_falls_back_to_numpy_and_says_so():
-    result = hardware._measure_stream(["jax"], "cpu", 1, elements=1000, trials=2, log=None)
+    result = characterize._measure_stream(["jax"], "cpu", 1, elements=1000, trials=2, log=None)
     assert result["runner"] == "numpy"
     assert "single-threaded" in result["method"]
     assert result["validation"]["passed"]
@@ -317,13 +318,14 @@ def _start_script(output: Path, lock: Path, log: Path, frameworks: list[str]) ->
         "params": {"settings": TINY_SETTINGS, "frameworks": frameworks, "device": "cpu"}
         | {"threads": 1},
         "config": {"timing_lock": str(lock)},
+        "peaks": str(PEAKS),
     }
     code = textwrap.dedent(f"""
         import json, runpy
         from types import SimpleNamespace
         fake = json.loads({json.dumps(fake)!r})
         snakemake = SimpleNamespace(
-            output=fake["output"], log=fake["log"], input={{}},
+            output=fake["output"], log=fake["log"], input=SimpleNamespace(peaks=fake["peaks"]),
             params=SimpleNamespace(**fake["params"]), config=fake["config"],
         )
         runpy.run_path({str(SCRIPT)!r}, init_globals={{"snakemake": snakemake}})
@@ -365,7 +367,7 @@ def test_the_script_waits_for_the_lock_and_writes_a_json_with_every_field(tmp_pa
     triad = bandwidth["kernels"]["triad"]
     assert triad["best_bandwidth_Bps"] > 0
 
-    bf16_reason = hardware.dtype_support("cpu", cpu, None)["bfloat16"]
+    bf16_reason = identity.dtype_support("cpu", cpu, None)["bfloat16"]
     for dtype in TINY_SETTINGS["dtypes"]:
         entry = result["compute"]["dtypes"][dtype]
         if dtype == "bfloat16" and bf16_reason:

@@ -11,12 +11,16 @@ import time
 import numpy as np
 import pytest
 
-from fwbench import bench, frameworks
-from fwbench.dataset import read_cell
-from fwbench.harness import time_calls, timing_lock
+from fwbench import frameworks
+from fwbench.frameworks.protocols import InferenceAdapter, Runner
+from fwbench.io.cell_file import read_cell
+from fwbench.measure import bench
+from fwbench.measure.harness import time_calls, timing_lock
+from fwbench.model.specs import build_spec
 
 import fake_adapter
 from conftest import REPO
+from fake_adapter import request
 
 
 def test_first_call_is_timed_apart_from_the_warm_iterations():
@@ -46,7 +50,7 @@ def test_timing_lock_waits_for_another_process_holding_it(tmp_path):
             "-c",
             textwrap.dedent(f"""
                 import time
-                from fwbench.harness import timing_lock
+                from fwbench.measure.harness import timing_lock
                 with timing_lock({str(lock)!r}):
                     print("held", flush=True)
                     time.sleep(1.0)
@@ -62,32 +66,18 @@ def test_timing_lock_waits_for_another_process_holding_it(tmp_path):
     holder.wait()
 
 
-def request(**changes) -> bench.CellRequest:
-    fields = dict(
-        framework="torch",
-        mode="eager",
-        arch="mlp",
-        batch=2,
-        dims={"input": 8, "hidden": [4], "classes": 3},
-        seed=0,
-        device="cpu",
-        threads=1,
-        warmup=1,
-        repeats=4,
-        busy_threshold_cores=1e9,
-        retries=0,
-        timeout_s=60,
-        versions={"torch": "0.0-fake"},
-    )
-    return bench.CellRequest(**(fields | changes))
-
-
 @pytest.fixture
 def fake(monkeypatch, tmp_path):
     monkeypatch.setattr(frameworks, "load", lambda framework, part="infer": fake_adapter)
     monkeypatch.setattr(fake_adapter, "FAIL_IN_BUILD", None)
     monkeypatch.setattr(bench, "setup_threads", lambda threads: {"threads": threads})
     return request(lock=str(tmp_path / "lock"))
+
+
+def test_the_fake_adapter_follows_the_adapter_protocols():
+    spec = build_spec("mlp", {"input": 8, "hidden": [4], "classes": 3})
+    assert isinstance(fake_adapter, InferenceAdapter)
+    assert isinstance(fake_adapter.build(spec, {}, "eager", "cpu"), Runner)
 
 
 def test_a_measured_cell_holds_every_iteration_and_its_conditions(fake, tmp_path):
@@ -131,8 +121,9 @@ def test_a_cell_past_its_timeout_is_written_as_failed(tmp_path):
         import sys
         sys.path.insert(0, {str(REPO / "tests")!r})
         import fake_adapter
-        from fwbench import bench, frameworks
-        from test_harness import request
+        from fwbench.measure import bench
+        from fwbench import frameworks
+        from fake_adapter import request
         fake_adapter.BUILD_DELAY_S = 30
         frameworks.load = lambda framework, part="infer": fake_adapter
         bench.run_cell(request(timeout_s=0.5, lock={str(tmp_path / "lock")!r}), {str(out)!r})

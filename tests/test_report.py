@@ -1,4 +1,4 @@
-"""report.md from the synthetic results of test_plots: every number read from the files."""
+"""report.md from the synthetic results of synthetic.py: every number read from the files."""
 
 from __future__ import annotations
 
@@ -10,11 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from fwbench.compare import SAME, SLOWER, CompareSettings, compare, write_csv
-from fwbench.dataset import Cell, write_cell
-from fwbench.report import ReportInputs, render_report, write_report
+from fwbench.analysis.compare import SAME, SLOWER, CompareSettings, compare, write_csv
+from fwbench.io.cell_file import Cell, write_cell
+from fwbench.present.report import ReportInputs, render_report, write_report
 
-from test_plots import FAILED, PEAK_FLOPS, REPO, UNCOMPILED, synthetic_results, training_runs
+from conftest import REPO
+from synthetic import FAILED, PEAK_FLOPS, UNCOMPILED, synthetic_results, training_runs
 
 EQUIVALENCE = """arch,framework,mode,max_abs_err,max_rel_err,tolerance,pass,error
 mlp,torch,eager,1.1e-07,2.4e-07,0.0001,True,
@@ -145,7 +146,7 @@ def test_a_training_section_appears_with_each_runs_numbers(results, tmp_path):
 
 
 def compared(tmp_path: Path) -> Path:
-    """fwbench.compare on two versions of two torch cells: one 30% slower, one unchanged."""
+    """fwbench.analysis.compare on two versions of two torch cells: 30% slower, unchanged."""
     rng = np.random.default_rng(1)
     paths = {"old": [], "new": []}
     for side, version in (("old", "2.12.0"), ("new", "2.13.0")):

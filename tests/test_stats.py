@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import runpy
 from pathlib import Path
@@ -12,32 +11,31 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from fwbench.aggregate import aggregate_cells
-from fwbench.dataset import STATUS_FAILED, Cell, write_cell
-from fwbench.roofline import (
+from fwbench.analysis.aggregate import aggregate_cells
+from fwbench.analysis.estimators import (
+    break_even_iterations,
+    describe,
+    median_ci,
+    ratio_of_medians_ci,
+)
+from fwbench.analysis.roofline import (
     HardwareLimits,
     limits_from_document,
     no_hardware_limits,
     read_hardware_limits,
     roofline,
 )
-from fwbench.significance import TIE, WINNER, Contest, decide, holm
-from fwbench.stats import (
-    TABLES,
-    StatsSettings,
-    break_even_iterations,
-    describe,
-    median_ci,
-    ratio_of_medians_ci,
-    summarize,
-    tidy,
-    write_outputs,
-)
+from fwbench.analysis.significance import TIE, WINNER, Contest, decide, holm
+from fwbench.analysis.stats import StatsSettings, summarize, tidy
+from fwbench.io.cell_file import Cell, write_cell
+from fwbench.io.dims import STATUS_FAILED
+from fwbench.io.hardware_file import write_hardware
+from fwbench.present.tables import TABLES, write_tables
 
 REPO = Path(__file__).resolve().parents[1]
 LIMITS = HardwareLimits(peak_flops_per_s=1e9, bandwidth_Bps=1e9, source="test")
 SETTINGS = StatsSettings(bootstrap_resamples=200, table_batch=1)
-HARDWARE = {  # the shape fwbench.hardware writes, trimmed to what the roofline reads
+HARDWARE = {  # the shape fwbench.hardware.characterize writes, trimmed to what the roofline reads
     "compute": {"dtypes": {"float32": {"best_flops_per_s": 4e11}}},
     "bandwidth": {
         "kernels": {"triad": {"best_bandwidth_Bps": 2.9e10}, "copy": {"best_bandwidth_Bps": 3.1e10}}
@@ -168,7 +166,7 @@ def test_roofline_on_a_hand_example():
 
 def test_hardware_limits_use_measured_fp32_peak_and_triad(tmp_path):
     path = tmp_path / "host-cpu.json"
-    path.write_text(json.dumps(HARDWARE))
+    write_hardware(HARDWARE, path)
     limits = read_hardware_limits(path)
     assert limits.peak_flops_per_s == 4e11 and limits.bandwidth_Bps == 2.9e10
     assert limits.problems == () and limits.reported_ridge_flop_per_byte == 13.8
@@ -319,7 +317,7 @@ def test_the_rule_script_writes_every_output(tmp_path):
         ],
     )
     bench.to_netcdf(tmp_path / "bench.nc", engine="h5netcdf")
-    (tmp_path / "hw.json").write_text(json.dumps(HARDWARE))
+    write_hardware(HARDWARE, tmp_path / "hw.json")
     out = tmp_path / "summary"
     outputs = {"nc": out / "stats.nc", "csv": out / "stats.csv"}
     outputs |= {name: out / "tables" / f"{name}.md" for name in TABLES}
@@ -351,9 +349,4 @@ def test_the_rule_script_writes_every_output(tmp_path):
 def test_tables_need_a_path_each(tmp_path):
     summary = summarize(bench_of(tmp_path, [cell("torch", "eager", noisy(1e-3))]), LIMITS, SETTINGS)
     with pytest.raises(ValueError, match="winners"):
-        write_outputs(
-            summary,
-            tmp_path / "s.nc",
-            tmp_path / "s.csv",
-            {n: tmp_path / n for n in TABLES if n != "winners"},
-        )
+        write_tables(summary, {n: tmp_path / n for n in TABLES if n != "winners"})

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from fwbench import data
+from fwbench.training import data
 
 
 def test_digits_split_is_deterministic_and_disjoint():

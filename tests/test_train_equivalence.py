@@ -1,6 +1,6 @@
 """The same ResNet, weights and batches give the same training steps in every framework and mode.
 
-Ground truth: the float64 numpy forward (resnet.reference_forward) for the loss and the batch
+Ground truth: the float64 numpy forward (fwbench.model.resnet_reference) for the loss and the batch
 norm running statistics, and torch.optim.SGD run in float64 for the updated weights.
 
 Tolerances (float32 frameworks):
@@ -24,11 +24,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fwbench import resnet
-from fwbench.data import to_layout
 from fwbench.frameworks import load
-from fwbench.reference import max_errors
-from fwbench.training import SGDConfig, StepSchedule
+from fwbench.model import resnet
+from fwbench.model.reference import max_errors
+from fwbench.model.resnet_reference import cross_entropy, reference_forward
+from fwbench.training.config import SGDConfig, StepSchedule
+from fwbench.training.data import to_layout
 
 LOSS_RTOL = 1e-4
 MIN_MARGIN = 1e-4
@@ -86,7 +87,7 @@ def case(request):
     """The spec, its weights and batches, and the float64 torch reference steps."""
     import torch
 
-    from fwbench.frameworks.torch_train import TorchTrainer
+    from fwbench.frameworks.torch.train import TorchTrainer
 
     spec = SPECS[request.param]
     weights = resnet.make_weights(spec, seed=1)
@@ -120,8 +121,8 @@ def _state_error(got: dict, want: dict, before: dict) -> tuple[float, str]:
 
 def test_float64_reference_trainer_matches_the_numpy_forward(case):
     spec, weights, batches, reference = case
-    logits, stats = resnet.reference_forward(spec, weights, batches[0][0], training=True)
-    assert reference[0]["loss"] == pytest.approx(resnet.cross_entropy(logits, batches[0][1]), 1e-12)
+    logits, stats = reference_forward(spec, weights, batches[0][0], training=True)
+    assert reference[0]["loss"] == pytest.approx(cross_entropy(logits, batches[0][1]), 1e-12)
     for name, expected in stats.items():
         np.testing.assert_allclose(reference[0]["state"][name], expected, rtol=1e-12, atol=1e-12)
 
@@ -129,18 +130,19 @@ def test_float64_reference_trainer_matches_the_numpy_forward(case):
 def test_the_batches_keep_clear_of_relu_and_max_pool_kinks(case):
     spec, weights, batches, reference = case
     margins: list[float] = []
-    resnet.reference_forward(spec, weights, batches[0][0], training=True, margins=margins)
+    reference_forward(spec, weights, batches[0][0], training=True, margins=margins)
     after_one = reference[0]["state"]
-    resnet.reference_forward(spec, after_one, batches[1][0], training=True, margins=margins)
+    reference_forward(spec, after_one, batches[1][0], training=True, margins=margins)
     assert min(margins) >= MIN_MARGIN
 
 
 def _check_equivalent(framework: str, mode: str, case) -> None:
     spec, weights, batches, reference = case
     trainer, steps = _run(framework, mode, case)
-    logits, _ = resnet.reference_forward(spec, weights, batches[0][0], training=True)
+    logits, _ = reference_forward(spec, weights, batches[0][0], training=True)
     _, loss_rel = max_errors(
-        np.array([steps[0]["loss"]]), np.array([resnet.cross_entropy(logits, batches[0][1])])
+        np.array([steps[0]["loss"]]),
+        np.array([cross_entropy(logits, batches[0][1])]),
     )
     assert loss_rel <= LOSS_RTOL, f"step-1 loss off by {loss_rel:.2e}"
     assert steps[0]["state"].keys() == weights.keys()
@@ -154,7 +156,7 @@ def _check_equivalent(framework: str, mode: str, case) -> None:
     images = batches[1][0]
     module = load(framework, "train")
     predicted = trainer.predict(to_layout(images, module.INPUT_LAYOUT))
-    expected, _ = resnet.reference_forward(spec, trainer.state(), images, training=False)
+    expected, _ = reference_forward(spec, trainer.state(), images, training=False)
     _, logits_rel = max_errors(predicted, expected)
     assert logits_rel <= LOSS_RTOL, f"eval logits off by {logits_rel:.2e}"
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fwbench import resnet
+from fwbench.model import resnet
+from fwbench.model.resnet_reference import reference_forward
 
 
 def _trainable_count(weights: dict[str, np.ndarray]) -> int:
@@ -49,10 +50,10 @@ def test_reference_forward_in_eval_mode_leaves_the_running_stats_alone():
     spec = resnet.build_resnet(resnet.PRESETS["resnet8"], 1, 8, 8, classes=10)
     weights = resnet.make_weights(spec)
     x = np.random.default_rng(0).standard_normal(spec.input_shape(3)).astype(np.float32)
-    logits, stats = resnet.reference_forward(spec, weights, x, training=False)
+    logits, stats = reference_forward(spec, weights, x, training=False)
     assert logits.shape == (3, 10)
     assert all(np.array_equal(stats[name], weights[name]) for name in stats)
-    _, trained = resnet.reference_forward(spec, weights, x, training=True)
+    _, trained = reference_forward(spec, weights, x, training=True)
     assert not np.allclose(trained["stem.bn.running_mean"], 0.0)
 
 

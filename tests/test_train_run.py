@@ -12,11 +12,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fwbench import training
 from fwbench.frameworks import MODES
-from fwbench.harness import OtherCpu
+from fwbench.io import train_file
+from fwbench.io.train_file import EPOCH_UNITS, SCALAR_UNITS, RunRecord, read_run, write_run
+from fwbench.measure.harness import OtherCpu
+from fwbench.training import run as training
+from fwbench.training.config import parse_settings
 
-SCRIPT = Path(__file__).resolve().parents[1] / "workflow" / "scripts" / "train.py"
+REPO = Path(__file__).resolve().parents[1]
+SCRIPT = REPO / "workflow" / "scripts" / "train.py"
+SCHEMA = REPO / "workflow" / "schemas" / "train.schema.yaml"
+
+
+def default_settings(**overrides):
+    """The `train` section with the schema's defaults filled in, then `overrides` validated
+    on top (as the workflow validates the config)."""
+    from snakemake.utils import validate
+
+    settings = dict(overrides)
+    validate(settings, str(SCHEMA), set_default=True)
+    return settings
 
 
 def tiny_settings(**overrides):
@@ -30,7 +45,7 @@ def tiny_settings(**overrides):
         "max_val_samples": 32,
         "lr_milestones": [0.5],
     }
-    return training.default_settings(**(settings | overrides))
+    return default_settings(**(settings | overrides))
 
 
 def test_a_train_run_writes_every_variable_with_units_and_provenance(tmp_path):
@@ -39,19 +54,19 @@ def test_a_train_run_writes_every_variable_with_units_and_provenance(tmp_path):
         "torch", "eager", "tiny", "digits", settings, seed=0, threads={"threads": 1}
     )
     path = tmp_path / "run.nc"
-    training.write_run(result, path)
-    ds = training.read_run(path)
+    write_run(result, path)
+    ds = read_run(path)
 
     assert ds.attrs["status"] == "ok", ds.attrs.get("error_message")
     assert ds.sizes["epoch"] == 2
-    for name, unit in training.EPOCH_UNITS.items():
+    for name, unit in EPOCH_UNITS.items():
         assert ds[name].dims == ("epoch",) and ds[name].attrs["units"] == unit, name
         if name == "busy_cpu_other":  # unmeasurable (NaN) on epochs shorter than the window
             short = ds["epoch_time_s"] < OtherCpu.MIN_WINDOW_S
             assert (np.isfinite(ds[name]) | short).all(), name
         else:
             assert np.isfinite(ds[name]).all(), name
-    for name, unit in training.SCALAR_UNITS.items():
+    for name, unit in SCALAR_UNITS.items():
         assert ds[name].dims == () and ds[name].attrs["units"] == unit, name
 
     epoch_time = ds.epoch_time_s.values
@@ -73,6 +88,25 @@ def test_a_train_run_writes_every_variable_with_units_and_provenance(tmp_path):
     assert len(attrs["dataset_fingerprint"]) == 64 and len(attrs["batch_order_hash"]) == 64
 
 
+def test_a_train_file_records_its_schema_version_and_a_newer_one_is_refused(tmp_path):
+    ds = RunRecord(epochs=2, attrs={"framework": "torch"}).to_dataset()
+    write_run(ds, tmp_path / "run.nc")
+    assert read_run(tmp_path / "run.nc").attrs["schema_version"] == train_file.SCHEMA_VERSION == 1
+    ds.attrs["schema_version"] = 2
+    write_run(ds, tmp_path / "newer.nc")
+    with pytest.raises(ValueError, match="newer.nc is a train file of schema_version 2"):
+        read_run(tmp_path / "newer.nc")
+
+
+def test_a_train_file_from_before_versioning_reads_as_version_1(tmp_path):
+    record = RunRecord(epochs=2)
+    record.per_epoch["epoch_time_s"] = np.array([3.0, 1.5])
+    ds = record.to_dataset()
+    del ds.attrs["schema_version"]
+    write_run(ds, tmp_path / "old.nc")
+    assert read_run(tmp_path / "old.nc").epoch_time_s.values.tolist() == [3.0, 1.5]
+
+
 def test_time_to_target_sums_epochs_through_the_first_that_reaches_it():
     times = np.array([5.0, 1.0, 1.0, 1.0])
     assert training.time_to_target(times, np.array([0.5, 0.92, 0.89, 0.95]), 0.9) == 6.0
@@ -88,13 +122,13 @@ def test_first_epoch_overhead_is_measured_against_the_median_of_the_rest():
 def test_a_forced_failure_writes_a_failed_file(tmp_path):
     settings = tiny_settings(inject_failure=["jax/jit/tiny"])
     result = training.run("jax", "jit", "tiny", "digits", settings)
-    training.write_run(result, tmp_path / "failed.nc")
-    ds = training.read_run(tmp_path / "failed.nc")
+    write_run(result, tmp_path / "failed.nc")
+    ds = read_run(tmp_path / "failed.nc")
     assert ds.attrs["status"] == "failed"
     assert ds.attrs["error_type"] == "RuntimeError"
     assert "jax/jit/tiny" in ds.attrs["error_message"]
     assert "Traceback" in ds.attrs["traceback_tail"]
-    assert set(training.EPOCH_UNITS) | set(training.SCALAR_UNITS) <= set(ds.data_vars)
+    assert set(EPOCH_UNITS) | set(SCALAR_UNITS) <= set(ds.data_vars)
     assert np.isnan(ds.epoch_time_s).all() and np.isnan(ds.val_accuracy).all()
 
 
@@ -142,29 +176,29 @@ def test_an_unknown_model_is_a_failed_run_naming_it():
 def test_parse_settings_names_a_bad_value(key, value):
     settings = tiny_settings() | {key: value}
     with pytest.raises(ValueError, match=f"train.{key}.*{value}"):
-        training.parse_settings(settings)
+        parse_settings(settings)
 
 
 def test_parse_settings_names_unknown_and_missing_keys():
     with pytest.raises(ValueError, match="lr_warmup"):
-        training.parse_settings(tiny_settings() | {"lr_warmup": 5})
+        parse_settings(tiny_settings() | {"lr_warmup": 5})
     settings = tiny_settings()
     del settings["epochs"]
     with pytest.raises(ValueError, match="epochs"):
-        training.parse_settings(settings)
+        parse_settings(settings)
 
 
 def test_the_schema_fills_defaults_and_rejects_bad_values():
     from snakemake.exceptions import WorkflowError
 
-    settings = training.default_settings()
+    settings = default_settings()
     assert settings["modes"]["jax"] == ["jit"]
     assert settings["architectures"]["resnet50"]["stages"] == [3, 4, 6, 3]
-    assert training.parse_settings(settings).optimizer.schedule.milestones == (4, 6)
+    assert parse_settings(settings).optimizer.schedule.milestones == (4, 6)
     with pytest.raises(WorkflowError, match="minimum of 2"):
-        training.default_settings(batch_size=1)
+        default_settings(batch_size=1)
     with pytest.raises(WorkflowError, match="lr_warmup"):
-        training.default_settings(lr_warmup=5)
+        default_settings(lr_warmup=5)
 
 
 def test_the_script_writes_the_file_and_log_under_the_timing_lock(tmp_path):
@@ -195,7 +229,7 @@ def test_the_script_writes_the_file_and_log_under_the_timing_lock(tmp_path):
         check=True,
         timeout=300,
     )
-    ds = training.read_run(output)
+    ds = read_run(output)
     assert ds.attrs["status"] == "ok", ds.attrs.get("error_message")
     assert json.loads(ds.attrs["threads"])["threads"] == 1
     assert ds.attrs["lock_wait_s"] >= 0 and (tmp_path / "timing.lock").exists()

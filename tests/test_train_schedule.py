@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fwbench import resnet
-from fwbench.data import to_layout
 from fwbench.frameworks import load
-from fwbench.training import SGDConfig, StepSchedule
+from fwbench.model import resnet
+from fwbench.training.config import SGDConfig, StepSchedule
+from fwbench.training.data import to_layout
 
 
 def test_milestones_are_rounded_fractions_of_the_epochs():

@@ -14,8 +14,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from fwbench.dataset import read_cell
-from fwbench.provenance import host, installed_versions
+from fwbench.io.cell_file import read_cell
+from fwbench.measure.provenance import host, installed_versions
 
 from conftest import FAILING_CELL, REPO, SMOKE, SNAKEMAKE, smoke_configs, snakemake
 

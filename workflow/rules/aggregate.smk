@@ -13,7 +13,7 @@ rule aggregate_bench:
     log:
         "results/logs/aggregate/bench.log",
     conda:
-        "../../envs/analysis.yaml"
+        conda_env("analysis")
     resources:
         timing_slot=1,
     script:

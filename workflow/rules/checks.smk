@@ -46,7 +46,7 @@ rule merge_checks:
     log:
         "results/logs/checks/merge.log",
     conda:
-        "../../envs/analysis.yaml"
+        conda_env("analysis")
     resources:
         timing_slot=1,
     script:

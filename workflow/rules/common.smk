@@ -7,10 +7,10 @@ from pathlib import Path
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
-from fwbench import provenance
+from fwbench.measure import provenance
 from fwbench.frameworks import MODES
-from fwbench.specs import build_spec
-from fwbench.threads import resolve_threads
+from fwbench.model.specs import build_spec
+from fwbench.measure.threads import resolve_threads
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -32,12 +32,23 @@ BATCHES = config["batch_sizes"]
 HARDWARE_JSON = f"results/hardware/{HOST}-{DEVICE}.json"
 
 
+def conda_env(name):
+    """The conda env file of a rule: a framework's, 'hardware' or 'analysis'. Framework and
+    hardware envs have a `-cuda` twin that `device: cuda` selects; analysis runs on CPU.
+    """
+    suffix = "-cuda" if DEVICE == "cuda" and name != "analysis" else ""
+    return str(ENVS / f"{name}{suffix}.yaml")
+
+
+def framework_env(wildcards):
+    return conda_env(wildcards.framework)
+
+
 def _framework_versions(framework):
     """The versions that name a framework's results: from its conda env file under
     --sdm conda (the env the jobs run in), else from this Python environment."""
     if USE_CONDA:
-        env_file = ENVS / f"{framework}{'-cuda' if DEVICE == 'cuda' else ''}.yaml"
-        return provenance.pinned_versions(env_file, framework)
+        return provenance.pinned_versions(conda_env(framework), framework)
     return provenance.installed_versions(framework)
 
 
@@ -83,13 +94,6 @@ wildcard_constraints:
     version=_alternatives(sorted(set(VERSION.values()))),
     host=r"[^/]+",
     device="cpu|cuda",
-
-
-ENV_SUFFIX = "-cuda" if DEVICE == "cuda" else ""
-
-
-def framework_env(wildcards):
-    return str(ENVS / f"{wildcards.framework}{ENV_SUFFIX}.yaml")
 
 
 def figure_outputs(names, category):
@@ -207,3 +211,13 @@ def train_params(wildcards):
             f"(train.modes.{fw}: {TRAIN['modes'][fw]})"
         )
     return dict(versions=VERSIONS[fw])
+
+
+onstart:
+    # Snakemake 9.27 rate-limits job starts by default (--max-jobs-per-timespan 100/1s) and,
+    # to do so, re-runs job selection 1 s after every scheduling round; every finished job adds
+    # one more such perpetual chain. Measured on a 2-core machine: 58 timer threads at job 60
+    # of the default sweep and the main process busy 0.3 cores throughout, on the cores every
+    # cell was timing. A local run has no submission rate to protect: the limiter goes.
+    if workflow.local_exec and getattr(workflow, "scheduler", None) is not None:
+        workflow.scheduler.job_rate_limiter = None

@@ -17,7 +17,7 @@ rule compare_framework:
     log:
         "results/logs/compare/{framework}.log",
     conda:
-        "../../envs/analysis.yaml"
+        conda_env("analysis")
     resources:
         timing_slot=1,
     params:
@@ -40,7 +40,7 @@ rule compare:
     log:
         "results/logs/compare/summary.log",
     conda:
-        "../../envs/analysis.yaml"
+        conda_env("analysis")
     resources:
         timing_slot=1,
     script:

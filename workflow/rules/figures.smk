@@ -22,7 +22,7 @@ rule figures:
     log:
         "results/logs/figures/inference.log",
     conda:
-        "../../envs/analysis.yaml"
+        conda_env("analysis")
     resources:
         timing_slot=1,
     params:
@@ -41,7 +41,7 @@ rule figures_training:
     log:
         "results/logs/figures/training.log",
     conda:
-        "../../envs/analysis.yaml"
+        conda_env("analysis")
     resources:
         timing_slot=1,
     params:

@@ -9,7 +9,7 @@ rule hardware:
     log:
         "results/logs/hardware/{host}-{device}.log",
     conda:
-        f"../../envs/hardware{ENV_SUFFIX}.yaml"
+        conda_env("hardware")
     threads: THREADS
     resources:
         timing_slot=1,

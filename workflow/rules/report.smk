@@ -28,7 +28,7 @@ rule report:
     log:
         "results/logs/report/report.log",
     conda:
-        "../../envs/analysis.yaml"
+        conda_env("analysis")
     resources:
         timing_slot=1,
     params:

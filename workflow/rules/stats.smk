@@ -21,7 +21,7 @@ rule stats:
     log:
         "results/logs/stats/stats.log",
     conda:
-        "../../envs/analysis.yaml"
+        conda_env("analysis")
     resources:
         timing_slot=1,
     params:

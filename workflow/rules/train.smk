@@ -44,7 +44,7 @@ rule aggregate_train:
     log:
         "results/logs/aggregate/train.log",
     conda:
-        "../../envs/analysis.yaml"
+        conda_env("analysis")
     resources:
         timing_slot=1,
     script:

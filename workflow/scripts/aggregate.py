@@ -1,12 +1,14 @@
 """Snakemake `aggregate_bench` job: the given cells into results/aggregate/bench.nc.
-All logic lives in fwbench.aggregate."""
+All logic lives in fwbench.analysis.aggregate."""
 
 import logging
 
-from fwbench.aggregate import write_aggregate
+from fwbench.analysis.aggregate import write_aggregate
+from fwbench.io.joblog import job_log
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)  # noqa: F821
-cells = list(snakemake.input.cells)  # noqa: F821
-ds = write_aggregate(cells, snakemake.output[0])  # noqa: F821
-logging.info("aggregated %d cells: %s", len(cells), dict(ds.sizes))
-logging.info("framework versions: %s", ds.attrs["framework_versions"])
+sm = snakemake  # noqa: F821 (injected by snakemake)
+with job_log(sm.log[0]):
+    cells = list(sm.input.cells)
+    ds = write_aggregate(cells, sm.output[0])
+    logging.info("aggregated %d cells: %s", len(cells), dict(ds.sizes))
+    logging.info("framework versions: %s", ds.attrs["framework_versions"])

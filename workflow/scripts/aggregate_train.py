@@ -1,13 +1,15 @@
-"""Snakemake `aggregate_train` job: every train file into one dataset and a per-run CSV."""
+"""Snakemake `aggregate_train` job: every train file into one dataset and a per-run CSV.
+All logic lives in fwbench.training.summary."""
 
 import logging
 
-from fwbench.atomic import write_text
-from fwbench.dataset import write_atomic
-from fwbench.training import aggregate_runs, summary_frame
+from fwbench.io.atomic import write_netcdf, write_text
+from fwbench.io.joblog import job_log
+from fwbench.training.summary import aggregate_runs, summary_frame
 
-logging.basicConfig(filename=snakemake.log[0], level=logging.INFO, force=True)  # noqa: F821
-stacked = aggregate_runs(snakemake.input.runs)  # noqa: F821
-write_atomic(stacked, snakemake.output.nc)  # noqa: F821
-write_text(summary_frame(stacked).to_csv(index=False), snakemake.output.csv)  # noqa: F821
-logging.info("aggregated %d training runs: %s", len(snakemake.input.runs), dict(stacked.sizes))  # noqa: F821
+sm = snakemake  # noqa: F821 (injected by snakemake)
+with job_log(sm.log[0]):
+    stacked = aggregate_runs(sm.input.runs)
+    write_netcdf(stacked, sm.output.nc)
+    write_text(summary_frame(stacked).to_csv(index=False), sm.output.csv)
+    logging.info("aggregated %d training runs: %s", len(sm.input.runs), dict(stacked.sizes))

@@ -1,38 +1,34 @@
-"""Snakemake `checks` job for one framework. All logic lives in fwbench.checks.
+"""Snakemake `checks` job for one framework (fwbench.measure.checks).
 
 Threads and the framework's pre-import environment are set before anything imports it
 (numpy included: its BLAS reads the thread count when it loads).
 """
 
-import contextlib
 import os
 
-from fwbench import threads
+from fwbench.measure import threads
 
-params = snakemake.params  # noqa: F821 (snakemake is injected)
-output = snakemake.output  # noqa: F821
-threads.setup_threads(params.threads)
+sm = snakemake  # noqa: F821 (injected by snakemake)
+threads.setup_threads(sm.params.threads)
 
-from fwbench import checks, frameworks  # noqa: E402 (after the thread environment)
+from fwbench import frameworks  # noqa: E402 (after the thread environment)
+from fwbench.io.joblog import job_log  # noqa: E402
+from fwbench.measure import checks  # noqa: E402
 
-os.environ.update(frameworks.pre_import_env(params.framework, "cpu"))
+os.environ.update(frameworks.pre_import_env(sm.params.framework, "cpu"))
 
-with (
-    open(snakemake.log[0], "w") as log,  # noqa: F821
-    contextlib.redirect_stdout(log),
-    contextlib.redirect_stderr(log),
-):
+with job_log(sm.log[0]):
     common = dict(
-        framework=params.framework,
-        archs=list(params.archs),
-        dims=dict(params.dims),
-        seed=params.seed,
-        batch=params.batch,
-        modes=list(params.modes),
+        framework=sm.params.framework,
+        archs=list(sm.params.archs),
+        dims=dict(sm.params.dims),
+        seed=sm.params.seed,
+        batch=sm.params.batch,
+        modes=list(sm.params.modes),
     )
-    equivalence = checks.equivalence_rows(**common, tolerance=params.tolerance)
-    checks.write_csv(equivalence, output.equivalence, checks.EQUIVALENCE_COLUMNS)
+    equivalence = checks.equivalence_rows(**common, tolerance=sm.params.tolerance)
+    checks.write_csv(equivalence, sm.output.equivalence, checks.EQUIVALENCE_COLUMNS)
     flops = checks.flops_rows(**common)
-    checks.write_csv(flops, output.flops, checks.FLOPS_COLUMNS)
+    checks.write_csv(flops, sm.output.flops, checks.FLOPS_COLUMNS)
     for row in equivalence:
         print(f"{row['arch']}/{row['mode']}: pass={row['pass']} {row['error']}")

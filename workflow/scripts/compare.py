@@ -1,14 +1,10 @@
-"""Snakemake `compare_framework` job. All logic lives in fwbench.compare."""
+"""Snakemake `compare_framework` job. All logic lives in fwbench.analysis.compare."""
 
-import contextlib
+from fwbench.analysis.compare import CompareSettings, compare, draw_ratios, write_csv
+from fwbench.io.joblog import job_log
 
-from fwbench.compare import CompareSettings, compare, draw_ratios, write_csv
-
-with open(snakemake.log[0], "w") as log, contextlib.redirect_stderr(log):  # noqa: F821
-    table = compare(
-        snakemake.input.old,  # noqa: F821
-        snakemake.input.new,  # noqa: F821
-        CompareSettings(**snakemake.params.settings),  # noqa: F821
-    )
-    write_csv(table, snakemake.output.table)  # noqa: F821
-    draw_ratios(table, snakemake.output.figure)  # noqa: F821
+sm = snakemake  # noqa: F821 (injected by snakemake)
+with job_log(sm.log[0]):
+    table = compare(sm.input.old, sm.input.new, CompareSettings(**sm.params.settings))
+    write_csv(table, sm.output.table)
+    draw_ratios(table, sm.output.figure)

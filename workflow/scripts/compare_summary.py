@@ -1,11 +1,15 @@
-"""Snakemake `compare` job: one summary of every framework's comparison."""
+"""Snakemake `compare` job: one summary of every framework's comparison.
+All logic lives in fwbench.analysis.compare."""
 
 from pathlib import Path
 
 import pandas as pd
 
-from fwbench.atomic import write_text
-from fwbench.compare import summary_markdown
+from fwbench.analysis.compare import summary_markdown
+from fwbench.io.atomic import write_text
+from fwbench.io.joblog import job_log
 
-tables = {Path(path).stem: pd.read_csv(path) for path in snakemake.input.tables}  # noqa: F821
-write_text(summary_markdown(tables), snakemake.output[0])  # noqa: F821
+sm = snakemake  # noqa: F821 (injected by snakemake)
+with job_log(sm.log[0]):
+    tables = {Path(path).stem: pd.read_csv(path) for path in sm.input.tables}
+    write_text(summary_markdown(tables), sm.output[0])

@@ -1,24 +1,25 @@
-"""Snakemake `figures` job: every figure named in the outputs. All logic lives in fwbench.plots*.
+"""Snakemake `figures` job: every figure named in the outputs. All logic lives in fwbench.present.
 
 input: stats (stats.nc), hardware (JSON; optional), train_stats (optional: the training runs)
 output: <name> (PNG, registered in the report) and <name>_svg for each figure drawn, where name
-is one of fwbench.plots_inference.INFERENCE_FIGURES or fwbench.plots_training.TRAINING_FIGURES
+is one of fwbench.present.figures.INFERENCE_FIGURES or TRAINING_FIGURES
 params: dpi (≥ 150), table_batch and cv_threshold_pct (optional: stats.nc's own by default)
 """
 
 import logging
 
-from fwbench.plots import draw_requested
+from fwbench.io.joblog import job_log
+from fwbench.present.figures import draw_requested
 
 sm = snakemake  # noqa: F821 (injected by snakemake)
-logging.basicConfig(filename=sm.log[0], level=logging.INFO, force=True)
-drawn = draw_requested(
-    outputs=dict(sm.output.items()),
-    stats=sm.input.get("stats"),
-    hardware=sm.input.get("hardware"),
-    train_stats=sm.input.get("train_stats"),
-    dpi=sm.params.get("dpi", 150),
-    table_batch=sm.params.get("table_batch"),
-    cv_threshold_pct=sm.params.get("cv_threshold_pct"),
-)
-logging.info("drew %s", ", ".join(drawn))
+with job_log(sm.log[0]):
+    drawn = draw_requested(
+        outputs=dict(sm.output.items()),
+        stats=sm.input.get("stats"),
+        hardware=sm.input.get("hardware"),
+        train_stats=sm.input.get("train_stats"),
+        dpi=sm.params.get("dpi", 150),
+        table_batch=sm.params.get("table_batch"),
+        cv_threshold_pct=sm.params.get("cv_threshold_pct"),
+    )
+    logging.info("drew %s", ", ".join(drawn))

@@ -1,16 +1,17 @@
-"""Snakemake `hardware` job: characterize this host or its GPU. All logic is in fwbench.hardware."""
+"""Snakemake `hardware` job: characterize this host or its GPU (fwbench.hardware)."""
 
-from fwbench.hardware import KNOWN_DEVICES, characterize
+from fwbench.hardware.characterize import characterize
+from fwbench.io.joblog import job_log
 
-params = snakemake.params  # noqa: F821 (snakemake is injected)
-with open(snakemake.log[0], "w") as log:  # noqa: F821
+sm = snakemake  # noqa: F821 (injected by snakemake)
+with job_log(sm.log[0]) as log:
     characterize(
-        output=snakemake.output[0],  # noqa: F821
-        settings=dict(params.settings),
-        frameworks=list(params.frameworks),
-        device=params.device,
-        threads=params.threads,
-        lock=snakemake.config["timing_lock"],  # noqa: F821 (not a param: moving it reruns nothing)
+        output=sm.output[0],
+        settings=dict(sm.params.settings),
+        frameworks=list(sm.params.frameworks),
+        device=sm.params.device,
+        threads=sm.params.threads,
+        lock=sm.config["timing_lock"],  # not a param: moving the lock reruns nothing
         log=log,
-        known_devices_path=snakemake.input.get("peaks", KNOWN_DEVICES),  # noqa: F821
+        known_devices_path=sm.input.peaks,
     )

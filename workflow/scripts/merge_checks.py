@@ -1,6 +1,9 @@
 """Snakemake `merge_checks` job: the per-framework check CSVs into one of each."""
 
-from fwbench.checks import merge_csv
+from fwbench.io.joblog import job_log
+from fwbench.measure.checks import merge_csv
 
-merge_csv(list(snakemake.input.equivalence), snakemake.output.equivalence)  # noqa: F821
-merge_csv(list(snakemake.input.flops), snakemake.output.flops)  # noqa: F821
+sm = snakemake  # noqa: F821 (injected by snakemake)
+with job_log(sm.log[0]):
+    merge_csv(list(sm.input.equivalence), sm.output.equivalence)
+    merge_csv(list(sm.input.flops), sm.output.flops)

@@ -1,4 +1,4 @@
-"""Snakemake `report` job: results/report.md. All logic lives in fwbench.report.
+"""Snakemake `report` job: results/report.md. All logic lives in fwbench.present.report.
 
 input: stats (stats.nc), stats_csv, tables (the tables directory or the table files), hardware,
 equivalence, flops, figures (list), and optional bench (aggregate/bench.nc), train_stats and
@@ -7,7 +7,10 @@ output: the report (first output)
 params: settings (the config's bench section: warmup, repeats)
 """
 
-from fwbench.report import ReportInputs, write_report
+import logging
+
+from fwbench.io.joblog import job_log
+from fwbench.present.report import ReportInputs, write_report
 
 sm = snakemake  # noqa: F821 (injected by snakemake)
 
@@ -17,20 +20,22 @@ def listed(name):
     return [value] if isinstance(value, str) else list(value)
 
 
-tables = sm.input.tables
-write_report(
-    ReportInputs(
-        stats=sm.input.stats,
-        stats_csv=sm.input.stats_csv,
-        tables=tables if isinstance(tables, str) else list(tables),
-        hardware=sm.input.get("hardware"),
-        equivalence=sm.input.get("equivalence"),
-        flops=sm.input.get("flops"),
-        figures=listed("figures"),
-        bench=sm.input.get("bench"),
-        train_stats=listed("train_stats"),
-        compare=listed("compare"),
-        settings=dict(sm.params.get("settings", {})),
-    ),
-    sm.output[0],
-)
+with job_log(sm.log[0]):
+    tables = sm.input.tables
+    write_report(
+        ReportInputs(
+            stats=sm.input.stats,
+            stats_csv=sm.input.stats_csv,
+            tables=tables if isinstance(tables, str) else list(tables),
+            hardware=sm.input.get("hardware"),
+            equivalence=sm.input.get("equivalence"),
+            flops=sm.input.get("flops"),
+            figures=listed("figures"),
+            bench=sm.input.get("bench"),
+            train_stats=listed("train_stats"),
+            compare=listed("compare"),
+            settings=dict(sm.params.get("settings", {})),
+        ),
+        sm.output[0],
+    )
+    logging.info("wrote %s", sm.output[0])

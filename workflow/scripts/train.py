@@ -1,29 +1,32 @@
-"""Rule `train`: one framework × mode × model × dataset → its train file.
+"""Snakemake `train` job: one framework × mode × model × dataset → its train file
+(fwbench.training.run).
 
-Thread settings and the framework's environment are set before anything imports the
-framework (fwbench.training imports it inside run()); the host-level timing lock is held for
-the whole training. A failed run is still a written file with status 'failed'.
+Threads and the framework's pre-import environment are set before anything imports the
+framework (numpy included: its BLAS reads the thread count when it loads; the adapter itself
+is imported inside run()); the host-level timing lock is held for the whole training. A failed
+run is still a written file with status 'failed'.
 """
 
 import os
 
-from fwbench.frameworks import pre_import_env
-from fwbench.harness import timing_lock
-from fwbench.threads import setup_threads
+from fwbench.measure import threads
 
-params = snakemake.params  # noqa: F821 - injected by Snakemake
+sm = snakemake  # noqa: F821 (injected by snakemake)
+params = sm.params
+thread_info = threads.setup_threads(params.threads)
 
-thread_info = setup_threads(params.threads)
-os.environ.update(pre_import_env(params.framework, params.device))
+from fwbench import frameworks  # noqa: E402 (after the thread environment)
 
-from fwbench import training  # noqa: E402 - after the environment above, by design
+os.environ.update(frameworks.pre_import_env(params.framework, params.device))
 
-with open(snakemake.log[0], "w") as log:  # noqa: F821
-    # fd-level redirect: TF and XLA log from C++ straight to file descriptor 2.
-    os.dup2(log.fileno(), 1)
-    os.dup2(log.fileno(), 2)
-    with timing_lock(snakemake.config["timing_lock"]) as waited_s:  # noqa: F821
-        result = training.run(
+from fwbench.io.joblog import job_log  # noqa: E402 (after the framework's environment)
+from fwbench.io.train_file import write_run  # noqa: E402
+from fwbench.measure.harness import timing_lock  # noqa: E402
+from fwbench.training.run import run  # noqa: E402
+
+with job_log(sm.log[0]):
+    with timing_lock(sm.config["timing_lock"]) as waited_s:
+        result = run(
             params.framework,
             params.mode,
             params.model,
@@ -34,7 +37,7 @@ with open(snakemake.log[0], "w") as log:  # noqa: F821
             threads=thread_info,
         )
     result.attrs["lock_wait_s"] = waited_s
-    training.write_run(result, snakemake.output[0])  # noqa: F821
+    write_run(result, sm.output[0])
     print(
         f"{params.framework}/{params.mode}/{params.model}/{params.dataset}: "
         f"status={result.attrs['status']} {result.attrs.get('error_message', '')}",

@@ -1,27 +1,25 @@
-"""The framework adapter interface and the registry of adapters.
+"""The registry of framework packages: their modes, distributions and environment.
 
-Each framework lives in its own modules (`<framework>_infer.py`, `<framework>_hardware.py`,
-`<framework>_train.py`) and only those import it. This module imports no framework: it names
-the modules and loads the one a job needs, so a JAX job never imports torch or tensorflow.
+Each framework lives in its own package `frameworks/<framework>/` with the same modules in
+each (`infer.py`, `models.py`, `train.py`, `hardware.py`; the interfaces they provide are in
+`frameworks.protocols`), and only that package imports it. This module imports no framework:
+it names the packages and loads the module a job needs, so a JAX job never imports torch or
+tensorflow.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any, Protocol
-
-import numpy as np
-
-from fwbench.specs import ArchSpec
-from fwbench.weights import Weights
 
 MODES: dict[str, tuple[str, ...]] = {
     "torch": ("eager", "compiled"),
     "jax": ("eager", "jit"),
     "tensorflow": ("eager", "function", "xla"),
 }
+
+# The modules every framework package has (frameworks.protocols says what each provides).
+PARTS = ("infer", "models", "train", "hardware")
 
 # The distribution whose installed version names a framework's results, then the others whose
 # versions are recorded with them (and rerun its cells when they change).
@@ -32,53 +30,6 @@ DISTRIBUTIONS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
-@dataclass
-class CompileInfo:
-    """Whether the callable really runs compiled, and how the framework says so."""
-
-    compiled: bool
-    how: str
-    graph_count: int = 0
-    graph_breaks: int = 0
-    fallbacks: int = 0
-    details: dict[str, Any] = field(default_factory=dict)
-
-
-class Runner(Protocol):
-    """One model in one mode on one device, ready to be timed."""
-
-    def prepare(self, x: np.ndarray) -> Any:
-        """Move/convert a neutral-layout input to the device and the framework's layout."""
-
-    def __call__(self, prepared: Any) -> Any:
-        """One forward pass; may return before the device is done."""
-
-    def sync(self, output: Any) -> None:
-        """Block until `output` is computed (CUDA sync, block_until_ready, materialize)."""
-
-    def to_numpy(self, output: Any) -> np.ndarray: ...
-
-    def compile_info(self) -> CompileInfo:
-        """Valid after the first call."""
-
-    def peak_device_memory_bytes(self) -> int | None:
-        """The framework allocator's peak on an accelerator; None on CPU."""
-
-    def counter_flops(self, prepared: Any) -> tuple[float | None, str]:
-        """The framework's own FLOP count for one call, or None and why not."""
-
-
-class InferenceAdapter(Protocol):
-    """The module `frameworks/<framework>_infer.py`."""
-
-    COUNTER_SCOPE: str  # what counter_flops counts: "matmul" (GEMMs, convs) or "all" ops
-
-    def set_threads(self, threads: int) -> dict[str, Any]:
-        """Apply the framework's own thread API; returns what it set, for provenance."""
-
-    def build(self, spec: ArchSpec, weights: Weights, mode: str, device: str) -> Runner: ...
-
-
 def check_framework_mode(framework: str, mode: str) -> None:
     if framework not in MODES:
         raise ValueError(f"unknown framework {framework!r}; known: {', '.join(MODES)}")
@@ -87,11 +38,19 @@ def check_framework_mode(framework: str, mode: str) -> None:
         raise ValueError(f"mode {mode!r} does not exist for {framework}; its modes: {known}")
 
 
+def check_threads(threads: int) -> None:
+    """A thread count is a positive integer (not a bool); raise naming anything else."""
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ValueError(f"threads must be a positive integer, got {threads!r}")
+
+
 def load(framework: str, part: str = "infer") -> ModuleType:
-    """Import `fwbench.frameworks.<framework>_<part>` (this imports the framework itself)."""
+    """Import `fwbench.frameworks.<framework>.<part>` (this imports the framework itself)."""
     if framework not in MODES:
         raise ValueError(f"unknown framework {framework!r}; known: {', '.join(MODES)}")
-    return importlib.import_module(f"fwbench.frameworks.{framework}_{part}")
+    if part not in PARTS:
+        raise ValueError(f"unknown part {part!r} of a framework package; known: {', '.join(PARTS)}")
+    return importlib.import_module(f"fwbench.frameworks.{framework}.{part}")
 
 
 def pre_import_env(framework: str, device: str) -> dict[str, str]:

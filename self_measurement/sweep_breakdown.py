@@ -1,0 +1,90 @@
+"""Where a sweep's wall time goes, from the cells it wrote and Snakemake's own log.
+
+    .venv/bin/python self_measurement/sweep_breakdown.py [WORKDIR] [--log .snakemake/log/<run>.log]
+
+Per cell, the job's measured window (start_ns..end_ns, inside the timing lock) is split into
+framework import, model build, first call (compile + run), warm-up calls, timed iterations and
+the rest (contention probe, counters, compile introspection). The sweep's wall time is the span
+of the Snakemake log; what no cell window covers is process start-up, Snakemake's scheduling,
+writing files and the non-bench jobs (hardware, checks, train, aggregation, figures, report).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import re
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+from fwbench.io.cell_file import read_cell
+
+PARTS = ("import_s", "build_s", "first_call_s", "warmup_s", "timed_s", "other_s")
+
+
+def cell_parts(path: Path) -> tuple[str, dict[str, float]]:
+    ds = read_cell(path)
+    a = ds.attrs
+    window = (a["end_ns"] - a["start_ns"]) * 1e-9
+    parts = {
+        "import_s": float(a.get("import_s", 0.0)),
+        "build_s": float(a.get("build_s", 0.0)),
+        "first_call_s": float(ds["first_call_s"]),
+        "warmup_s": float(a.get("warmup_s", 0.0)),
+        "timed_s": float(ds["latency_s"].sum()),
+    }
+    parts = {k: (v if v == v else 0.0) for k, v in parts.items()}  # NaN (failed) → 0
+    parts["other_s"] = window - sum(parts.values())
+    return a["framework"], parts | {"window_s": window}
+
+
+def log_span_s(log: Path) -> float:
+    stamps = re.findall(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]", log.read_text(), re.M)
+    if len(stamps) < 2:
+        raise ValueError(f"{log}: fewer than two timestamps")
+    first, last = (dt.datetime.strptime(s, "%a %b %d %H:%M:%S %Y") for s in (stamps[0], stamps[-1]))
+    return (last - first).total_seconds()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("workdir", nargs="?", default=".", type=Path)
+    parser.add_argument("--log", type=Path, help="Snakemake log of the run (default: newest)")
+    args = parser.parse_args()
+    cells = sorted((args.workdir / "results/cells").rglob("b*.nc"))
+    if not cells:
+        print(f"no cells under {args.workdir / 'results/cells'}", file=sys.stderr)
+        return 1
+    totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    counts: dict[str, int] = defaultdict(int)
+    for path in cells:
+        framework, parts = cell_parts(path)
+        counts[framework] += 1
+        for name, value in parts.items():
+            totals[framework][name] += value
+            totals["all"][name] += value
+    counts["all"] = len(cells)
+    header = f"{'framework':<11}{'cells':>6}" + "".join(f"{p:>14}" for p in (*PARTS, "window_s"))
+    print(header)
+    for framework, parts in totals.items():
+        row = "".join(f"{parts[p]:>14.1f}" for p in (*PARTS, "window_s"))
+        print(f"{framework:<11}{counts[framework]:>6}{row}")
+    logs = sorted((args.workdir / ".snakemake/log").glob("*.snakemake.log"))
+    log = args.log or (logs[-1] if logs else None)
+    if log is None:
+        return 0
+    wall = log_span_s(log)
+    every = totals["all"]
+    measured = every["first_call_s"] + every["timed_s"]
+    loops = measured + every["warmup_s"]
+    print(f"\nsweep wall time (Snakemake log {log.name}): {wall:.0f} s = {wall / 60:.1f} min")
+    print(f"inside cell windows: {every['window_s']:.0f} s ({every['window_s'] / wall:.0%})")
+    print(f"first calls + timed iterations: {measured:.0f} s ({measured / wall:.0%} of wall)")
+    print(f"... + warm-up calls: {loops:.0f} s ({loops / wall:.0%} of wall)")
+    print(f"framework imports: {every['import_s']:.0f} s ({every['import_s'] / wall:.0%})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

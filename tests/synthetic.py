@@ -1,0 +1,194 @@
+"""A small synthetic sweep built by the real code, for the figure and report tests.
+
+`synthetic_results` writes cells with fwbench.io.cell_file, aggregates and summarizes them with
+fwbench.analysis.aggregate and fwbench.analysis.stats, and writes a hardware JSON shaped like
+fwbench.hardware.characterize's. The cells hold one of each thing a figure or the report must
+survive: a failed cell, a noisy one, one faster than the roofline allows, one that ran
+uncompiled. `training_runs` writes two stacked training runs, one failed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from fwbench.analysis.aggregate import aggregate_cells
+from fwbench.analysis.roofline import HardwareLimits
+from fwbench.analysis.stats import StatsSettings, summarize, write_outputs
+from fwbench.io.cell_file import Cell, write_cell
+from fwbench.io.dims import STATUS_FAILED
+from fwbench.io.train_file import RunRecord
+from fwbench.model.cost import cost
+from fwbench.model.specs import build_spec
+from fwbench.present.tables import TABLES, write_tables
+from fwbench.training.summary import stack_runs
+
+MODES = {"torch": ("eager", "compiled"), "jax": ("eager", "jit"), "tensorflow": ("eager", "xla")}
+ARCHS = {"mlp": {"input": 64, "hidden": [32], "classes": 10}, "lstm": {"input": 8, "hidden": 16}}
+BATCHES = (1, 8, 32)
+REPEATS = 12
+PEAK_FLOPS, TRIAD_BPS = 4.0e11, 2.9e10
+FAILED = ("jax", "jit", "lstm", 8)
+NOISY = ("tensorflow", "eager", "mlp", 1)
+TOO_FAST = ("torch", "compiled", "mlp", 32)
+UNCOMPILED = ("torch", "compiled", "lstm", 1)
+
+
+def hardware_document() -> dict:
+    """A hardware JSON with the keys fwbench.hardware.characterize writes (trimmed)."""
+    kernels = {"copy": 3.1e10, "scale": 3.0e10, "add": 2.95e10, "triad": TRIAD_BPS}
+    return {
+        "schema_version": 1,
+        "host": "testhost",
+        "device": "cpu",
+        "identity": {"cpu": {"model": "Test CPU 9000"}, "gpu": None},
+        "bandwidth": {
+            "runner": "torch",
+            "kernels": {k: {"best_bandwidth_Bps": v} for k, v in kernels.items()},
+        },
+        "compute": {
+            "gemm_n": 512,
+            "dtypes": {
+                "float32": {
+                    "skipped_reason": None,
+                    "per_framework": {
+                        "torch": {"flops_per_s": PEAK_FLOPS},
+                        "jax": {"flops_per_s": 3.5e11},
+                        "numpy": {"flops_per_s": 3.7e11},
+                    },
+                    "best_framework": "torch",
+                    "best_flops_per_s": PEAK_FLOPS,
+                },
+                "bfloat16": {
+                    "skipped_reason": None,
+                    "per_framework": {"torch": {"flops_per_s": 2.2e12}},
+                    "best_framework": "torch",
+                    "best_flops_per_s": 2.2e12,
+                },
+            },
+        },
+        "theoretical": {
+            "device_name": "Test CPU 9000",
+            "flops_per_s": {"float32": 6.4e11, "bfloat16": 4.1e12, "float16": None},
+            "flops_source": {"float32": "ISA model × 2 cores", "bfloat16": "ISA model × 2 cores"},
+            "bandwidth_Bps": None,
+            "bandwidth_source": "not derivable: DRAM channels and speed are not readable",
+        },
+        "ridge": {
+            "per_dtype": {
+                "float32": {
+                    "measured_flop_per_byte": PEAK_FLOPS / TRIAD_BPS,
+                    "theoretical_flop_per_byte": None,
+                }
+            }
+        },
+        "provenance": {"threads": {"threads": 2}},
+    }
+
+
+def _latency(framework: str, mode: str, arch: str, batch: int, rng) -> np.ndarray:
+    """Latencies a few times the roofline lower bound, varied per variant."""
+    analytic = cost(build_spec(arch, ARCHS[arch]), batch)
+    lower = max(analytic.flops / PEAK_FLOPS, analytic.bytes / TRIAD_BPS)
+    slowness = {"eager": 40.0, "compiled": 12.0, "jit": 15.0, "xla": 25.0}[mode]
+    slowness *= {"torch": 1.0, "jax": 1.4, "tensorflow": 2.2}[framework]
+    if (framework, mode, arch, batch) == TOO_FAST:
+        slowness = 0.6
+    spread = 0.3 if (framework, mode, arch, batch) == NOISY else 0.02
+    return lower * slowness * rng.lognormal(0.0, spread, REPEATS)
+
+
+def _cell(framework: str, mode: str, arch: str, batch: int, rng) -> Cell:
+    analytic = cost(build_spec(arch, ARCHS[arch]), batch)
+    cell = Cell(framework, mode, arch, batch, REPEATS)
+    cell.attrs = {
+        "framework_version": {"torch": "2.13.0", "jax": "0.10.2", "tensorflow": "2.21.0"}[
+            framework
+        ],
+        "versions": {"python": "3.11"},
+        "host": "testhost",
+        "device": "cpu",
+        "contended": 0,
+        "compile_how": "op by op" if mode == "eager" else f"{framework} {mode} (test)",
+        "threads": {"threads": 2},
+        "config_hash": "cafe",
+        "git_commit": "abc123",
+    }
+    compiled = mode != "eager" and (framework, mode, arch, batch) != UNCOMPILED
+    cell.scalars = {
+        "flops": analytic.flops,
+        "bytes": analytic.bytes,
+        "first_call_s": 2.0 if mode != "eager" else 0.01,
+        "compiled": float(compiled),
+        "graph_count": float(compiled),
+    }
+    if (framework, mode, arch, batch) == FAILED:
+        cell.attrs |= {
+            "status": STATUS_FAILED,
+            "error_type": "XlaRuntimeError",
+            "error_message": "RESOURCE_EXHAUSTED: test failure",
+        }
+    else:
+        cell.latency_s = _latency(framework, mode, arch, batch, rng)
+    return cell
+
+
+def training_runs(tmp_path: Path) -> Path:
+    """Two stacked training runs (train-file variables), the jax one failed; its path."""
+    runs = []
+    for framework, mode, status in (("torch", "compiled", "ok"), ("jax", "jit", "failed")):
+        record = RunRecord(epochs=3)
+        record.per_epoch["epoch_time_s"] = np.array([5.0, 2.0, 2.2])
+        record.per_epoch["val_accuracy"] = np.array([0.5, 0.8, 0.91])
+        record.per_epoch["samples_per_s"] = np.array([300.0, 800.0, 780.0])
+        record.scalars |= {"steady_epoch_time_s": 2.1, "first_epoch_overhead_s": 2.9}
+        record.scalars |= {"time_to_target_s": 9.2, "target_accuracy": 0.9, "compiled": 1.0}
+        record.attrs |= {"framework": framework, "mode": mode, "model": "resnet8"}
+        record.attrs |= {"dataset": "digits", "status": status}
+        runs.append(record.to_dataset())
+    path = tmp_path / "train.nc"
+    stack_runs(runs).to_netcdf(path, engine="h5netcdf")
+    return path
+
+
+@dataclass
+class SyntheticResults:
+    root: Path
+    bench: Path
+    stats: Path
+    stats_csv: Path
+    tables: Path
+    hardware: Path
+
+
+def synthetic_results(root: Path) -> SyntheticResults:
+    """Cells → aggregate → stats (bench.nc, stats.nc, stats.csv, tables) and the hardware JSON."""
+    rng = np.random.default_rng(0)
+    paths = []
+    for framework, modes in MODES.items():
+        for mode in modes:
+            for arch in ARCHS:
+                for batch in BATCHES:
+                    paths.append(root / "cells" / f"{framework}-{mode}-{arch}-{batch}.nc")
+                    write_cell(_cell(framework, mode, arch, batch, rng), paths[-1])
+    bench = aggregate_cells(paths)
+    bench_path = root / "aggregate" / "bench.nc"
+    bench_path.parent.mkdir(parents=True)
+    bench.to_netcdf(bench_path, engine="h5netcdf")
+    hardware_path = root / "hardware" / "testhost-cpu.json"
+    hardware_path.parent.mkdir(parents=True)
+    hardware_path.write_text(json.dumps(hardware_document()))
+    limits = HardwareLimits(PEAK_FLOPS, TRIAD_BPS, source=str(hardware_path))
+    summary = summarize(bench, limits, StatsSettings(bootstrap_resamples=200, table_batch=32))
+    out = root / "summary"
+    # Named as the stats rule names them: the latency table carries its batch.
+    tables = {name: out / "tables" / f"{name}.md" for name in TABLES}
+    tables["latency"] = out / "tables" / "latency_b32.md"
+    write_outputs(summary, out / "stats.nc", out / "stats.csv")
+    write_tables(summary, tables)
+    return SyntheticResults(
+        root, bench_path, out / "stats.nc", out / "stats.csv", out / "tables", hardware_path
+    )

@@ -1,0 +1,291 @@
+"""What every framework's adapter does, checked alike for torch, jax and tensorflow: it computes
+the float64 reference function in every mode, says truly whether it compiled, follows the
+protocols of fwbench.frameworks.protocols, rejects what it cannot run by name, and loads no
+other framework.
+
+What only one framework has is in tests/test_<framework>_extras.py. A framework that is not
+installed skips its cases.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fwbench import frameworks
+from fwbench.frameworks.protocols import (
+    CompileInfo,
+    HardwareProbe,
+    InferenceAdapter,
+    Runner,
+    TrainingAdapter,
+)
+from fwbench.model import reference
+from fwbench.model.specs import ARCHITECTURES, build_spec
+from fwbench.model.weights import make_weights
+
+from adapter_cases import (
+    BATCH,
+    FRAMEWORK_MODULES,
+    FRAMEWORKS,
+    SMALL_DIMS,
+    TOLERANCE,
+    adapter,
+    fresh_process,
+    run,
+    small_run,
+    small_runner,
+)
+
+MODES = frameworks.MODES
+CASES = [(fw, arch, mode) for fw in FRAMEWORKS for arch in ARCHITECTURES for mode in MODES[fw]]
+# Default dims are the benchmark's sizes: run in the one mode each framework's old suite used,
+# because compiling every one of them would take minutes here.
+DEFAULT_DIMS_MODE = {"torch": "eager", "jax": "jit", "tensorflow": "eager"}
+FOREIGN_MODE = {"torch": "jit", "jax": "compiled", "tensorflow": "jit"}
+# Where each framework's set_threads reports the intra-op thread count it applied.
+THREADS_KEY = {
+    "torch": "torch.num_threads",
+    "jax": "requested",
+    "tensorflow": "intra_op_parallelism_threads",
+}
+PACKAGES = Path(frameworks.__file__).parent
+EXTRA_MODULES = {"torch": {"compile_info.py"}}  # beyond the PARTS every package has
+INTERFACES = {"infer": InferenceAdapter, "train": TrainingAdapter, "hardware": HardwareProbe}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def torch_on_one_thread() -> None:
+    """Run torch on one thread, as a one-thread benchmark job does. (TF accepts its thread
+    settings only before its first op, so its set_threads is checked in a fresh process.)"""
+    if importlib.util.find_spec("torch"):
+        adapter("torch").set_threads(1)
+
+
+def _parameters(function: Any) -> list[str]:
+    return [name for name in inspect.signature(function).parameters if name != "self"]
+
+
+def _methods(protocol: type) -> list[str]:
+    """The methods a protocol class and its protocol bases declare."""
+    return [
+        name
+        for cls in protocol.__mro__
+        if cls.__module__ == "fwbench.frameworks.protocols"
+        for name, value in vars(cls).items()
+        if inspect.isfunction(value) and (not name.startswith("_") or name == "__call__")
+    ]
+
+
+def _assert_provides(implementation: Any, protocol: type) -> None:
+    """`implementation` has every member of `protocol`, each method with its parameters."""
+    assert isinstance(implementation, protocol), f"{implementation!r} is no {protocol.__name__}"
+    for name in _methods(protocol):
+        assert _parameters(getattr(implementation, name)) == _parameters(getattr(protocol, name))
+
+
+# ---- the package -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_framework_package_holds_the_same_modules(framework: str) -> None:
+    names = {path.name for path in (PACKAGES / framework).glob("*.py")}
+    expected = {"__init__.py"} | {f"{part}.py" for part in frameworks.PARTS}
+    assert names - EXTRA_MODULES.get(framework, set()) == expected
+
+
+@pytest.mark.parametrize("part", list(INTERFACES))
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_each_module_of_a_framework_package_provides_its_interface(
+    framework: str, part: str
+) -> None:
+    pytest.importorskip(framework)
+    _assert_provides(frameworks.load(framework, part), INTERFACES[part])
+
+
+def test_load_refuses_an_unknown_framework_or_part_naming_it() -> None:
+    with pytest.raises(ValueError, match="'mxnet'"):
+        frameworks.load("mxnet")
+    with pytest.raises(ValueError, match="'kernels'"):
+        frameworks.load("torch", "kernels")
+
+
+# ---- the reference function ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("framework", "arch", "mode"), CASES)
+def test_every_mode_computes_the_reference_function_on_small_dims(
+    framework: str, arch: str, mode: str
+) -> None:
+    result = small_run(framework, arch, mode)
+    assert isinstance(result.output, np.ndarray)
+    assert result.output.dtype == np.float32
+    assert result.output.shape == result.expected.shape == (BATCH, result.expected.shape[1])
+    assert result.relative_error <= TOLERANCE, f"normwise relative error {result.relative_error}"
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_default_dims_compute_the_reference_function(framework: str, arch: str) -> None:
+    spec = build_spec(arch)
+    result = run(framework, arch, DEFAULT_DIMS_MODE[framework], None)
+    assert result.output.shape == (BATCH, spec.classes)
+    assert result.relative_error <= TOLERANCE, f"normwise relative error {result.relative_error}"
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_a_wrong_weight_changes_the_output_beyond_tolerance(framework: str) -> None:
+    """The equivalence check can fail: swapping the input and forget gates of the first LSTM
+    layer (a plausible layout bug) is caught."""
+    spec = build_spec("lstm", SMALL_DIMS["lstm"])
+    weights = make_weights(spec)
+    hidden = spec.hidden
+    w_ih = weights["layer0.W_ih"].copy()
+    w_ih[:, :hidden], w_ih[:, hidden : 2 * hidden] = w_ih[:, hidden : 2 * hidden], w_ih[:, :hidden]
+    runner, x = small_runner(framework, "lstm", weights=weights | {"layer0.W_ih": w_ih})
+    output = runner.to_numpy(runner(runner.prepare(x)))
+    _, relative = reference.max_errors(output, reference.forward(spec, weights, x))
+    assert relative > TOLERANCE
+
+
+@pytest.mark.parametrize("arch", ["cnn", "lstm"])
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_outputs_keep_the_batch_order(framework: str, arch: str) -> None:
+    """Layout conversions (NHWC, time-major) must not mix samples: each row of a batch-3 call
+    equals that sample run alone (in the first compiled mode)."""
+    runner, x = small_runner(framework, arch, MODES[framework][1], batch=3)
+    together = runner.to_numpy(runner(runner.prepare(x)))
+    alone = [runner.to_numpy(runner(runner.prepare(x[i : i + 1])))[0] for i in range(3)]
+    np.testing.assert_allclose(together, np.stack(alone), rtol=1e-5, atol=1e-6)
+
+
+# ---- what the runner says about itself -------------------------------------------------------
+
+
+@pytest.mark.parametrize(("framework", "arch", "mode"), CASES)
+def test_compile_info_says_compiled_exactly_in_the_compiled_modes(
+    framework: str, arch: str, mode: str
+) -> None:
+    info = small_run(framework, arch, mode).compile_info
+    assert isinstance(info, CompileInfo)
+    assert info.how
+    if mode == "eager":
+        assert not info.compiled
+        assert info.graph_count == 0
+    else:
+        assert info.compiled, info
+        assert info.graph_count == 1, info  # after two calls: the second reused the graph
+    assert (info.graph_breaks, info.fallbacks) == (0, 0), info
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_adapter_and_its_runner_follow_the_protocols(framework: str) -> None:
+    module = adapter(framework)
+    _assert_provides(module, InferenceAdapter)
+    assert module.COUNTER_SCOPE in ("matmul", "all")
+    result = small_run(framework, "mlp", "eager")
+    _assert_provides(result.runner, Runner)
+    assert result.runner.sync(result.runner(result.prepared)) is None
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_counter_flops_gives_a_count_and_how_or_none_and_why(framework: str, arch: str) -> None:
+    runner, x = small_runner(framework, arch)
+    flops, note = runner.counter_flops(runner.prepare(x))
+    assert isinstance(note, str) and note
+    assert flops is None or (isinstance(flops, float) and flops > 0), (flops, note)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_counter_flops_leaves_the_compiled_callable_alone(framework: str) -> None:
+    """The counter traces or runs the forward apart: the runner still holds one graph."""
+    runner, x = small_runner(framework, "mlp", MODES[framework][1])
+    prepared = runner.prepare(x)
+    runner.sync(runner(prepared))
+    runner.counter_flops(prepared)
+    runner.sync(runner(prepared))
+    info = runner.compile_info()
+    assert info.compiled and info.graph_count == 1, info
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_peak_device_memory_is_none_on_cpu(framework: str) -> None:
+    assert small_run(framework, "mlp", "eager").runner.peak_device_memory_bytes() is None
+
+
+# ---- what the adapter refuses ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_an_unknown_mode_raises_naming_it(framework: str) -> None:
+    spec = build_spec("mlp", SMALL_DIMS["mlp"])
+    mode = FOREIGN_MODE[framework]
+    with pytest.raises(ValueError, match=f"'{mode}'"):
+        adapter(framework).build(spec, make_weights(spec), mode, "cpu")
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_an_unknown_device_raises_naming_it(framework: str) -> None:
+    spec = build_spec("mlp", SMALL_DIMS["mlp"])
+    with pytest.raises(ValueError, match="'tpu'"):
+        adapter(framework).build(spec, make_weights(spec), "eager", "tpu")
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_cuda_without_a_visible_gpu_is_an_error_naming_it(framework: str) -> None:
+    spec = build_spec("mlp", SMALL_DIMS["mlp"])
+    try:
+        adapter(framework).build(spec, make_weights(spec), "eager", "cuda")
+    except RuntimeError as error:
+        assert "'cuda'" in str(error)
+    else:
+        pytest.skip(f"{framework} sees a GPU here")
+
+
+@pytest.mark.parametrize(
+    ("arch", "shape"),
+    [("cnn", (2, 8, 8, 3)), ("mlp", (2, 21))],  # the CNN input in NHWC, not NCHW; one too wide
+)
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_an_input_of_the_wrong_shape_raises_naming_the_shape(
+    framework: str, arch: str, shape: tuple[int, ...]
+) -> None:
+    runner, _ = small_runner(framework, arch)
+    with pytest.raises(ValueError, match=re.escape(str(shape))):
+        runner.prepare(np.zeros(shape, dtype=np.float32))
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_set_threads_rejects_a_non_positive_count_naming_it(framework: str) -> None:
+    with pytest.raises(ValueError, match="0"):
+        adapter(framework).set_threads(0)
+    with pytest.raises(ValueError, match="True"):
+        adapter(framework).set_threads(True)
+
+
+# ---- a fresh process, as a benchmark job runs it ---------------------------------------------
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_fwbench_frameworks_itself_imports_no_framework(framework: str) -> None:
+    assert fresh_process(framework)["before_import"] == []
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_importing_and_running_the_adapter_loads_only_its_own_framework(framework: str) -> None:
+    report = fresh_process(framework)
+    for stage in ("after_import", "after_run"):
+        assert framework in report[stage]
+        assert set(report[stage]) <= FRAMEWORK_MODULES[framework], report
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_set_threads_before_the_first_op_returns_the_count_it_set(framework: str) -> None:
+    assert fresh_process(framework)["threads"][THREADS_KEY[framework]] == 1

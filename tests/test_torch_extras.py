@@ -1,0 +1,163 @@
+"""What only the torch adapter has: dynamo's account of compilation (allow_rnn, graph breaks,
+the shared compile_info helper), FlopCounterMode's exact counts and blind spots, torch's own
+thread API, its STREAM probe, and CUDA (skipped without a GPU).
+
+What every adapter does is in tests/test_adapter_contract.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fwbench import frameworks
+from fwbench.frameworks.protocols import StreamProbe
+from fwbench.model.specs import ARCHITECTURES, build_spec
+from fwbench.model.weights import make_input, make_weights
+
+from adapter_cases import BATCH, TOLERANCE, small_run, small_runner
+
+torch = pytest.importorskip("torch")
+torch_infer = pytest.importorskip("fwbench.frameworks.torch.infer")
+compile_info = pytest.importorskip("fwbench.frameworks.torch.compile_info")
+CUDA = torch.cuda.is_available()
+CUDA_CASES = [(arch, mode) for arch in ARCHITECTURES for mode in frameworks.MODES["torch"]]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread() -> None:
+    torch_infer.set_threads(1)
+
+
+# ---- dynamo --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_compiled_mode_says_it_lets_dynamo_trace_recurrences(arch: str) -> None:
+    assert "allow_rnn=True" in small_run("torch", arch, "compiled").compile_info.how
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_dynamo_explain_finds_one_graph_with_the_compiled_settings(arch: str) -> None:
+    runner, x = small_runner("torch", arch, "compiled")  # sets allow_rnn as compiled mode does
+    with torch.inference_mode():
+        explained = torch._dynamo.explain(runner.module)(runner.prepare(x))
+    assert explained.graph_count >= 1
+    assert explained.graph_count == small_run("torch", arch, "compiled").compile_info.graph_count
+
+
+def test_compile_info_reports_an_lstm_that_dynamo_leaves_eager() -> None:
+    """torch's default (allow_rnn=False) silently runs nn.LSTM eager: compile_info must say so."""
+    runner, x = small_runner("torch", "lstm", "compiled")
+    with torch._dynamo.config.patch(allow_rnn=False):
+        runner(runner.prepare(x))
+    info = runner.compile_info()
+    assert not info.compiled
+    assert (info.graph_count, info.fallbacks) == (0, 1)
+    assert any("LSTM" in reason for reason in info.details["break_reasons"])
+
+
+def test_compile_info_before_the_first_compiled_call_raises() -> None:
+    runner, _ = small_runner("torch", "mlp", "compiled")
+    with pytest.raises(RuntimeError, match="after the first call"):
+        runner.compile_info()
+
+
+def test_compiled_details_hold_dynamos_counts_and_the_numerics_settings() -> None:
+    details = small_run("torch", "mlp", "compiled").compile_info.details
+    assert details["frames"] >= 1 and details["ops_captured"] >= 1
+    assert details["break_reasons"] == []
+    assert details["torch"] == torch.__version__
+    assert "float32_matmul_precision" in details["settings"]
+    assert {"inductor", "aot_autograd"} <= set(details)
+
+
+def test_the_shared_helper_counts_graphs_and_breaks_since_its_snapshot() -> None:
+    """compile_info_since is what the runner and the trainer both report: a graph break splits
+    a function into two graphs, and the break's reason is kept."""
+
+    def broken(x: torch.Tensor) -> torch.Tensor:
+        y = x.sin()
+        torch._dynamo.graph_break()
+        return y.cos()
+
+    torch._dynamo.reset()
+    start = compile_info.counter_snapshot()
+    compiled = torch.compile(broken, backend="eager")
+    with pytest.raises(RuntimeError, match="after the first call"):
+        compile_info.compile_info_since(start, how="not called yet")
+    compiled(torch.ones(3))
+    info = compile_info.compile_info_since(start, how="a test", details={"extra": 1})
+    assert info.compiled and info.how == "a test"
+    assert (info.graph_count, info.graph_breaks, info.fallbacks) == (2, 1, 0)
+    assert len(info.details["break_reasons"]) >= 1
+    assert info.details["extra"] == 1 and info.details["torch"] == torch.__version__
+
+
+# ---- FlopCounterMode ---------------------------------------------------------------------------
+
+
+def test_counter_flops_equals_the_hand_count_for_the_mlp() -> None:
+    runner, x = small_runner("torch", "mlp")
+    hand_count = 2 * BATCH * (20 * 32 + 32 * 10)  # input 20, hidden 32, classes 10
+    flops, note = runner.counter_flops(runner.prepare(x))
+    assert flops == hand_count
+    assert "FlopCounterMode" in note
+
+
+def test_counter_flops_equals_the_hand_count_for_the_cnn() -> None:
+    runner, x = small_runner("torch", "cnn")
+    conv = 2 * BATCH * (8 * 8 * 4 * 3 * 9 + 4 * 4 * 8 * 4 * 9)  # out pixels × cout × cin × k²
+    dense = 2 * BATCH * (8 * 2 * 2 * 16 + 16 * 10)
+    assert runner.counter_flops(runner.prepare(x))[0] == conv + dense
+
+
+def test_counter_flops_equals_the_hand_count_for_the_elman_rnn() -> None:
+    runner, x = small_runner("torch", "rnn")
+    steps, hidden = 5, 16
+    per_step = (8 * hidden + hidden * hidden) + (hidden * hidden + hidden * hidden)
+    hand_count = 2 * BATCH * (steps * per_step + hidden * 10)
+    assert runner.counter_flops(runner.prepare(x))[0] == hand_count
+
+
+@pytest.mark.parametrize(
+    ("arch", "blind_module"), [("lstm", "rnn (LSTM)"), ("transformer", "self_attn")]
+)
+def test_counter_flops_gives_a_reason_instead_of_a_short_count(
+    arch: str, blind_module: str
+) -> None:
+    runner, x = small_runner("torch", arch)
+    flops, reason = runner.counter_flops(runner.prepare(x))
+    assert flops is None
+    assert blind_module in reason
+
+
+# ---- threads and hardware ----------------------------------------------------------------------
+
+
+def test_set_threads_applies_and_reports_the_count() -> None:
+    settings = torch_infer.set_threads(1)
+    assert settings["torch.num_threads"] == torch.get_num_threads() == 1
+    assert settings["torch.num_interop_threads"] == torch.get_num_interop_threads()
+
+
+def test_the_hardware_probe_also_runs_stream_and_names_the_gpu() -> None:
+    assert isinstance(frameworks.load("torch", "hardware"), StreamProbe)
+
+
+# ---- CUDA --------------------------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+@pytest.mark.parametrize(("arch", "mode"), CUDA_CASES)
+def test_output_matches_reference_on_cuda(arch: str, mode: str) -> None:
+    assert small_run("torch", arch, mode, "cuda").relative_error <= TOLERANCE
+
+
+@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+def test_peak_device_memory_on_cuda_holds_at_least_the_weights() -> None:
+    spec = build_spec("mlp")
+    weights = make_weights(spec)
+    runner = torch_infer.build(spec, weights, "eager", "cuda")
+    output = runner(runner.prepare(make_input(spec, BATCH)))
+    runner.sync(output)
+    assert runner.peak_device_memory_bytes() >= sum(w.nbytes for w in weights.values())

@@ -1,0 +1,120 @@
+"""Estimators over raw timings: descriptive statistics, bootstrap confidence intervals of a
+median and of a ratio of medians, and the break-even iteration count of compiling.
+
+Bootstrap CIs use the percentile method: for a median of a few dozen timings the bootstrap
+distribution is lumpy, and BCa's jackknife correction is unreliable there. The caller passes
+the random generator (fwbench.rng.seeded_rng), so each CI can be seeded on its own.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+
+def describe(latency_s: np.ndarray) -> dict[str, np.ndarray]:
+    """Descriptive statistics over the last axis (the repeats), NaNs ignored; NaN for cells
+    without samples (σ and CV need two)."""
+    latency_s = np.asarray(latency_s, dtype=float)
+    n = np.sum(np.isfinite(latency_s), axis=-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices of absent cells
+        q25, median, q75, p95 = np.nanpercentile(latency_s, [25, 50, 75, 95], axis=-1)
+        mean = np.nanmean(latency_s, axis=-1)
+        std = np.where(n >= 2, np.nanstd(latency_s, axis=-1, ddof=1), np.nan)
+        return {
+            "n": n.astype(float),
+            "median_s": median,
+            "mean_s": mean,
+            "std_s": std,
+            "cv_pct": 100.0 * std / mean,
+            "iqr_s": q75 - q25,
+            "min_s": np.nanmin(latency_s, axis=-1),
+            "p95_s": p95,
+        }
+
+
+def _bootstrap_ci(
+    samples: tuple[np.ndarray, ...],
+    statistic: Callable[..., np.ndarray],
+    confidence: float,
+    resamples: int,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    samples = tuple(s[np.isfinite(s)] for s in (np.asarray(s, dtype=float) for s in samples))
+    if min(len(s) for s in samples) < 2:
+        return math.nan, math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)  # all equal
+        result = scipy_stats.bootstrap(
+            samples,
+            statistic,
+            n_resamples=resamples,
+            confidence_level=confidence,
+            method="percentile",
+            vectorized=True,
+            paired=False,
+            rng=rng,
+        )
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
+
+
+def _median(sample: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(sample, axis=axis)
+
+
+def _ratio_of_medians(numerator: np.ndarray, denominator: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.median(numerator, axis=axis) / np.median(denominator, axis=axis)
+
+
+def median_ci(
+    sample: np.ndarray, confidence: float, resamples: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    """Percentile-bootstrap CI of the median; NaN with fewer than two samples."""
+    return _bootstrap_ci((sample,), _median, confidence, resamples, rng)
+
+
+def ratio_of_medians_ci(
+    numerator: np.ndarray,
+    denominator: np.ndarray,
+    confidence: float,
+    resamples: int,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """Percentile-bootstrap CI of median(numerator) / median(denominator), each sample
+    resampled independently."""
+    return _bootstrap_ci((numerator, denominator), _ratio_of_medians, confidence, resamples, rng)
+
+
+def break_even_iterations(
+    eager_first_s: float, eager_median_s: float, compiled_first_s: float, compiled_median_s: float
+) -> float:
+    """Smallest n >= 1 with compiled_first + (n-1)·compiled_median <= eager_first +
+    (n-1)·eager_median: the calls after which compiling has paid for itself. inf when it never
+    does, NaN when an input is missing."""
+    values = (eager_first_s, eager_median_s, compiled_first_s, compiled_median_s)
+    if any(math.isnan(v) for v in values):
+        return math.nan
+
+    def compiled_wins(n: int) -> bool:
+        return (
+            compiled_first_s + (n - 1) * compiled_median_s
+            <= eager_first_s + (n - 1) * eager_median_s
+        )
+
+    if compiled_wins(1):
+        return 1.0
+    gain_per_call = eager_median_s - compiled_median_s
+    if gain_per_call <= 0:
+        return math.inf
+    n = 1 + math.ceil((compiled_first_s - eager_first_s) / gain_per_call)
+    # The division rounds; settle the exact boundary with the inequality itself.
+    while n > 2 and compiled_wins(n - 1):
+        n -= 1
+    while not compiled_wins(n):
+        n += 1
+    return float(n)

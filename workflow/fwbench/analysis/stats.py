@@ -1,0 +1,247 @@
+"""Statistics of the aggregate: results/summary/stats.nc, stats.csv and tables/*.md.
+
+Per cell (framework, mode, arch, batch), from the warm iterations: median, mean, σ (ddof 1),
+CV %, IQR, min, p95 and a bootstrap CI of the median (fwbench.analysis.estimators); the
+roofline metrics (fwbench.analysis.roofline); compile overhead (first call − median). Per
+compiled mode against the same framework's eager cell: speedup (eager median / compiled
+median) with a bootstrap CI of that ratio, and the break-even iteration count
+(fwbench.analysis.speedups). Per (arch, batch): the winners (fwbench.analysis.winners). Flags:
+`high_cv` (CV above the threshold), `contended` (the machine was busy during the cell),
+`invalid_fast` (faster than the roofline allows), `not_compiled` (a compiled mode that the
+framework ran eagerly). Failed cells stay in every output as failed rows with their error.
+
+Each cell's resampling is seeded from (seed, the cell's name), so a CI does not depend on the
+other cells.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from fwbench.analysis.estimators import describe, median_ci
+from fwbench.analysis.roofline import INVALID_FAST, HardwareLimits, roofline
+from fwbench.analysis.speedups import compile_speedups
+from fwbench.analysis.winners import SCOPES, winner_variables
+from fwbench.io.atomic import write_netcdf, write_text
+from fwbench.io.dims import CELL_DIMS, EAGER_MODE, STATUS_ABSENT, STATUS_OK
+from fwbench.rng import seeded_rng
+
+FLAG_HIGH_CV, FLAG_CONTENDED, FLAG_NOT_COMPILED = "high_cv", "contended", "not_compiled"
+FLAG_MEANINGS = {
+    FLAG_HIGH_CV: "coefficient of variation above the threshold: too noisy to trust",
+    FLAG_CONTENDED: "other processes used the CPU during the timed loop",
+    INVALID_FAST: "faster than the roofline lower bound: a missing sync or a wrong cost model",
+    FLAG_NOT_COMPILED: "a compiled mode that the framework ran uncompiled (a silent fallback)",
+}
+
+# The per-cell variables of stats.nc, with units; these are also the columns of stats.csv.
+CELL_UNITS = {
+    "n": "1",
+    "median_s": "s",
+    "mean_s": "s",
+    "std_s": "s",
+    "cv_pct": "%",
+    "iqr_s": "s",
+    "min_s": "s",
+    "p95_s": "s",
+    "median_ci_low_s": "s",
+    "median_ci_high_s": "s",
+    "first_call_s": "s",
+    "compile_overhead_s": "s",
+    "flops": "FLOP",
+    "bytes": "B",
+    "arithmetic_intensity": "FLOP/B",
+    "achieved_flops_per_s": "FLOP/s",
+    "lower_bound_s": "s",
+    "efficiency": "1",
+    "speedup_vs_eager": "1",
+    "speedup_ci_low": "1",
+    "speedup_ci_high": "1",
+    "break_even_iterations": "1",
+    "compiled": "1",
+    "contended": "1",
+    "busy_cpu_other": "cores",
+}
+CELL_TEXT = {
+    "status": "'ok' | 'failed' | 'absent' (no cell for this position)",
+    "error_type": "exception class of a failed cell",
+    "error": "why the cell failed",
+    "bound": "'compute' or 'memory': which roof sets the lower bound",
+    "flags": "comma-separated: " + ", ".join(FLAG_MEANINGS),
+}
+
+
+@dataclass(frozen=True)
+class StatsSettings:
+    """The config's `stats` section (defaults as in the schema) and the run's seed."""
+
+    cv_threshold_pct: float = 10.0
+    alpha: float = 0.01
+    confidence: float = 0.95
+    bootstrap_resamples: int = 2000
+    table_batch: int = 32
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        checks = {
+            "cv_threshold_pct": self.cv_threshold_pct > 0,
+            "alpha": 0 < self.alpha < 1,
+            "confidence": 0 < self.confidence < 1,
+            "bootstrap_resamples": self.bootstrap_resamples >= 1,
+            "table_batch": self.table_batch >= 1,
+        }
+        for name, ok in checks.items():
+            if not ok:
+                raise ValueError(f"stats.{name}={getattr(self, name)!r} is out of range")
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any], seed: int = 0) -> StatsSettings:
+        unknown = set(values) - {f for f in cls.__dataclass_fields__ if f != "seed"}
+        if unknown:
+            raise ValueError(f"unknown stats settings: {', '.join(sorted(unknown))}")
+        return cls(**values, seed=seed)
+
+
+# --- the summary -----------------------------------------------------------------------------
+
+
+def _cell_values(bench: xr.Dataset, name: str) -> np.ndarray:
+    """A per-cell variable of the aggregate in CELL_DIMS order (NaN when it is missing)."""
+    if name not in bench:
+        return np.full(tuple(bench.sizes[d] for d in CELL_DIMS), np.nan)
+    return bench[name].transpose(*CELL_DIMS).values
+
+
+def _flags(
+    cv_pct: np.ndarray,
+    contended: np.ndarray,
+    invalid_fast: np.ndarray,
+    not_compiled: np.ndarray,
+    threshold_pct: float,
+) -> np.ndarray:
+    flags = np.full(cv_pct.shape, "", dtype=object)
+    for flag, mask in (
+        (FLAG_HIGH_CV, cv_pct > threshold_pct),
+        (FLAG_CONTENDED, contended == 1),
+        (INVALID_FAST, invalid_fast),
+        (FLAG_NOT_COMPILED, not_compiled),
+    ):
+        flags[mask] = [f"{old},{flag}" if old else flag for old in flags[mask]]
+    return flags
+
+
+def _median_cis(
+    latency: np.ndarray, ok: np.ndarray, coords: tuple[list, ...], settings: StatsSettings
+) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of each measured cell's median CI, seeded from (seed, the cell's name)."""
+    frameworks, modes, archs, batches = coords
+    low, high = np.full(ok.shape, np.nan), np.full(ok.shape, np.nan)
+    for position in zip(*np.nonzero(ok), strict=True):
+        f, m, a, b = position
+        name = f"{frameworks[f]}/{modes[m]}/{archs[a]}/{batches[b]}"
+        low[position], high[position] = median_ci(
+            latency[position],
+            settings.confidence,
+            settings.bootstrap_resamples,
+            seeded_rng(settings.seed, name),
+        )
+    return low, high
+
+
+def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings) -> xr.Dataset:
+    """stats.nc as a Dataset: per-cell statistics, speedups, winners; provenance in attrs."""
+    coords = tuple(bench[d].values.tolist() for d in CELL_DIMS)
+    status = _cell_values(bench, "status").astype(object)
+    ok = status == STATUS_OK
+    latency = bench["latency_s"].transpose(*CELL_DIMS, "repeat").values.copy()
+    latency[~ok] = np.nan  # a failed cell's partial timings are not statistics
+
+    cells: dict[str, np.ndarray] = describe(latency)
+    cells["median_ci_low_s"], cells["median_ci_high_s"] = _median_cis(latency, ok, coords, settings)
+    for name in ("first_call_s", "flops", "bytes", "compiled", "contended", "busy_cpu_other"):
+        cells[name] = np.where(ok, _cell_values(bench, name), np.nan)
+    cells["compile_overhead_s"] = cells["first_call_s"] - cells["median_s"]
+    metrics = roofline(cells["flops"], cells["bytes"], cells["median_s"], limits)
+    cells["arithmetic_intensity"] = metrics.arithmetic_intensity
+    cells["achieved_flops_per_s"] = metrics.achieved_flops_per_s
+    cells["lower_bound_s"] = metrics.lower_bound_s
+    cells["efficiency"] = metrics.efficiency
+    cells |= compile_speedups(
+        latency,
+        cells["median_s"],
+        cells["first_call_s"],
+        coords,
+        confidence=settings.confidence,
+        resamples=settings.bootstrap_resamples,
+        seed=settings.seed,
+    )
+
+    is_compiled_mode = np.array([m != EAGER_MODE for m in coords[1]])[None, :, None, None]
+    text = {
+        "status": status,
+        "error_type": _cell_values(bench, "error_type").astype(object),
+        "error": _cell_values(bench, "error").astype(object),
+        "bound": metrics.bound,
+        "flags": _flags(
+            cells["cv_pct"],
+            cells["contended"],
+            metrics.invalid_fast,
+            ok & is_compiled_mode & (cells["compiled"] == 0),
+            settings.cv_threshold_pct,
+        ),
+    }
+    data_vars: dict[str, Any] = {
+        name: (CELL_DIMS, cells[name], {"units": unit}) for name, unit in CELL_UNITS.items()
+    }
+    data_vars |= {
+        name: (CELL_DIMS, values, {"description": CELL_TEXT[name]}) for name, values in text.items()
+    }
+    if "framework_version" in bench:
+        data_vars["framework_version"] = bench["framework_version"]
+    data_vars |= winner_variables(latency, ok, coords, settings.alpha)
+
+    summary = xr.Dataset(data_vars, coords={d: bench[d].values for d in CELL_DIMS})
+    summary = summary.assign_coords(scope=list(SCOPES))
+    summary.attrs.update(bench.attrs)
+    summary.attrs |= {f"stats_{key}": value for key, value in asdict(settings).items()}
+    summary.attrs |= {
+        "roofline": limits.describe(),
+        "roofline_peak_flops_per_s": limits.peak_flops_per_s,
+        "roofline_bandwidth_Bps": limits.bandwidth_Bps,
+        "roofline_ridge_flop_per_byte": limits.ridge_flop_per_byte,
+        "roofline_reported_ridge_flop_per_byte": limits.reported_ridge_flop_per_byte,
+        "flags": "; ".join(f"{flag}: {meaning}" for flag, meaning in FLAG_MEANINGS.items()),
+        "bootstrap": "percentile method, each cell seeded from (stats_seed, cell name)",
+        "title": "fwbench: statistics, roofline efficiency, compile speedups and winners",
+    }
+    return summary
+
+
+# --- outputs ---------------------------------------------------------------------------------
+
+
+def tidy(summary: xr.Dataset) -> pd.DataFrame:
+    """stats.csv: one row per measured or failed cell (absent positions left out)."""
+    frame = summary[list(CELL_TEXT) + list(CELL_UNITS)].to_dataframe().reset_index()
+    frame = frame[frame["status"] != STATUS_ABSENT]
+    if "framework_version" in summary:
+        versions = summary["framework_version"].to_series()
+        frame.insert(1, "framework_version", frame["framework"].map(versions))
+    return frame.reset_index(drop=True)
+
+
+def write_outputs(
+    summary: xr.Dataset,
+    stats_nc: str | os.PathLike,
+    stats_csv: str | os.PathLike,
+) -> None:
+    """Write stats.nc and stats.csv (the tables: fwbench.present.tables.write_tables)."""
+    write_netcdf(summary, stats_nc)
+    write_text(tidy(summary).to_csv(index=False), stats_csv)

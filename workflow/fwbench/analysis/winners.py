@@ -1,0 +1,67 @@
+"""The winners of each (arch, batch), as variables of the summary (dims arch, batch, scope):
+the contests are built here, decided in fwbench.analysis.significance."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from fwbench.analysis.significance import WINNER, Contest, decide
+from fwbench.io.dims import EAGER_MODE
+
+SCOPES = ("compiled", "all")  # winners among compiled variants, and among all variants
+UNITS = {
+    "fastest_median_s": "s",
+    "runner_up_median_s": "s",
+    "p_value": "1",
+    "p_holm": "1",
+    "candidates": "1",
+}
+
+
+def _variant(framework: str, mode: str) -> str:
+    return f"{framework}/{mode}"
+
+
+def winner_variables(
+    latency: np.ndarray,
+    ok: np.ndarray,
+    coords: tuple[list[str], list[str], list[str], list[int]],
+    alpha: float,
+) -> dict[str, Any]:
+    """The winner_* variables, dims (arch, batch, scope), from the warm iterations of the
+    cells that are `ok` (arrays in CELL_DIMS order, repeats last for `latency`)."""
+    frameworks, modes, archs, batches = coords
+    contests = []
+    for a, b in np.ndindex(len(archs), len(batches)):
+        for scope in SCOPES:
+            samples = {
+                _variant(framework, mode): latency[f, m, a, b]
+                for f, framework in enumerate(frameworks)
+                for m, mode in enumerate(modes)
+                if ok[f, m, a, b] and (scope == "all" or mode != EAGER_MODE)
+            }
+            contests.append(Contest(group=(a, b), scope=scope, samples=samples))
+    verdicts = decide(contests, alpha)
+    shape = (len(archs), len(batches), len(SCOPES))
+    dims = ("arch", "batch", "scope")
+    columns: dict[str, list[Any]] = {}
+    for verdict in verdicts:
+        row = asdict(verdict)
+        row["tied"] = ", ".join(verdict.tied)
+        for key, value in row.items():
+            columns.setdefault(key, []).append(value)
+    out: dict[str, Any] = {}
+    for key, values in columns.items():
+        array = np.array(values, dtype=float if key in UNITS else object).reshape(shape)
+        attrs = {"units": UNITS[key]} if key in UNITS else {}
+        out[f"winner_{key}" if not key.startswith("winner") else key] = (dims, array, attrs)
+    out["winner_verdict"][2]["description"] = (
+        f"'{WINNER}': fastest by median and significantly faster than every other variant "
+        f"(two-sided Mann–Whitney U, Holm-adjusted p < {alpha} across the table); 'tie': "
+        "winner_tied names the variants not significantly slower; 'only': a single variant; "
+        "'none': no variant measured"
+    )
+    return out

@@ -1,0 +1,52 @@
+"""JAX's part of the hardware stage: the GEMM peak.
+
+Run inside `python -m fwbench.hardware.workers ...`, which sets the thread settings and
+JAX_PLATFORMS before this module (and jax) is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from fwbench.measure.harness import time_calls
+
+DTYPES = {
+    "float32": jnp.float32,
+    "bfloat16": jnp.bfloat16,
+    "float16": jnp.float16,
+    "float64": jnp.float64,
+}
+
+
+def setup(threads: int) -> dict[str, Any]:
+    """XLA's CPU pool follows the affinity mask, which the worker has pinned to `threads`."""
+    return {
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "devices": [str(device) for device in jax.devices()],
+        "precision": "HIGHEST (fp32 means fp32, no TF32/bf16 passes)",
+    }
+
+
+def gemm(n: int, trials: int, dtype: str, device: str) -> dict[str, Any]:
+    """Best of `trials` jitted n×n @ n×n products (the first call compiles, untimed)."""
+    if dtype == "float64":
+        jax.config.update("jax_enable_x64", True)
+    backend = jax.default_backend()
+    if (device == "cuda") != (backend == "gpu"):
+        raise RuntimeError(f"device {device!r} requested but jax's backend is {backend!r}")
+    rng = np.random.default_rng(0)
+    a = jax.device_put(jnp.asarray(rng.standard_normal((n, n)), dtype=DTYPES[dtype]))
+    b = jax.device_put(jnp.asarray(rng.standard_normal((n, n)), dtype=DTYPES[dtype]))
+    matmul = jax.jit(lambda x, y: jnp.matmul(x, y, precision=jax.lax.Precision.HIGHEST))
+    timing = time_calls(lambda: matmul(a, b), lambda out: out.block_until_ready(), 0, trials)
+    return {
+        "times_s": timing.latency_s.tolist(),
+        "first_call_s": timing.first_call_s,
+        "busy_cpu_other": timing.busy_cpu_other,
+        "call": "jax.jit(jnp.matmul(x, y, precision=HIGHEST))",
+    }

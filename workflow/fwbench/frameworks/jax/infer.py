@@ -1,0 +1,167 @@
+"""The JAX inference adapter: `build(spec, weights, mode, device) -> Runner`.
+
+Modes: `eager` calls the forward op by op (no jax.jit in this code, recurrences as a Python loop
+over time steps); `jit` is jax.jit of the whole forward, recurrences via lax.scan. jax.numpy and
+jax.nn functions are themselves small jitted wrappers, so eager JAX dispatches one cached XLA
+executable per library call: that is JAX's eager mode as users run it.
+
+The job sets JAX_PLATFORMS, XLA_PYTHON_CLIENT_PREALLOCATE (frameworks.pre_import_env), the
+thread environment and the core affinity before importing this module. Nothing here touches a
+backend at import time, so XLA's CPU thread pool is sized only when `build` first asks for a
+device.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import numpy as np
+
+from fwbench.frameworks import check_framework_mode, check_threads
+from fwbench.frameworks.jax import models
+from fwbench.frameworks.protocols import CompileInfo
+from fwbench.model.specs import ArchSpec, CNNSpec, RecurrentSpec
+from fwbench.model.weights import Weights
+
+DEVICES = ("cpu", "cuda")
+# What XLA's cost_analysis counts: every op, elementwise ones included.
+COUNTER_SCOPE = "all"
+_LOOP_OF_MODE = {"eager": "python", "jit": "scan"}
+
+
+def jax_device(device: str) -> jax.Device:
+    """The first JAX device of platform `device` ("cpu" or "cuda")."""
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; known: {', '.join(DEVICES)}")
+    try:
+        return jax.devices(device)[0]
+    except RuntimeError as error:  # no such backend in this process (JAX_PLATFORMS, no GPU)
+        raise RuntimeError(
+            f"device {device!r} requested but jax {jax.__version__} has no {device} backend: "
+            f"{error}"
+        ) from error
+
+
+class JaxRunner:
+    """One architecture in one mode on one JAX device (a frameworks.protocols.Runner).
+
+    `forward(params, x)` is what a call runs: the plain function (eager) or its jax.jit.
+    """
+
+    def __init__(self, spec: ArchSpec, weights: Weights, mode: str, device: str) -> None:
+        check_framework_mode("jax", mode)
+        self.spec = spec
+        self.mode = mode
+        self.device = device
+        self._device = jax_device(device)
+        self.params = models.to_params(spec, weights, self._device)
+        forward = models.forward_fn(spec, loop=_LOOP_OF_MODE[mode])
+        self.forward = jax.jit(forward) if mode == "jit" else forward
+
+    def prepare(self, x: np.ndarray) -> jax.Array:
+        x = np.asarray(x)
+        batch = x.shape[0] if x.ndim else 0
+        expected = self.spec.input_shape(batch)
+        if x.shape != expected:
+            raise ValueError(
+                f"{self.spec.name}: input shape {x.shape} is not the neutral layout {expected}"
+            )
+        prepared = jax.device_put(models.to_layout(self.spec, x.astype(np.float32)), self._device)
+        return prepared.block_until_ready()
+
+    def __call__(self, prepared: jax.Array) -> jax.Array:
+        return self.forward(self.params, prepared)
+
+    def sync(self, output: jax.Array) -> None:
+        jax.block_until_ready(output)
+
+    def to_numpy(self, output: jax.Array) -> np.ndarray:
+        return np.asarray(output)
+
+    def compile_info(self) -> CompileInfo:
+        details: dict[str, Any] = {
+            "platform": self._device.platform,
+            "matmul_precision": str(models.HIGHEST),
+        } | models.describe_loop(self.spec, _LOOP_OF_MODE[self.mode])
+        if self.mode == "eager":
+            details["note"] = "each jax.numpy/jax.nn call dispatches its own cached executable"
+            return CompileInfo(compiled=False, how="op-by-op dispatch, no jit", details=details)
+        # jax.jit either traces the whole function or raises: no graph breaks, no fallbacks.
+        # Its cache holds one executable per input signature it has compiled.
+        executables = _jit_cache_size(self.forward)
+        details["jit_cache_size"] = executables
+        return CompileInfo(
+            compiled=executables > 0,
+            how="jax.jit (XLA)",
+            graph_count=executables,
+            details=details,
+        )
+
+    def peak_device_memory_bytes(self) -> int | None:
+        """The allocator's peak since the process started (JAX has no reset); None on CPU."""
+        if self.device != "cuda":
+            return None
+        stats = self._device.memory_stats()
+        return int(stats["peak_bytes_in_use"]) if stats else None
+
+    def counter_flops(self, prepared: jax.Array) -> tuple[float | None, str]:
+        """XLA's cost analysis of the jitted forward as written (lowered, before XLA's
+        optimizations), whatever the mode.
+
+        Before optimization, because fusion duplicates cheap elementwise producers into
+        several consumers and the compiled count includes that recomputation (+7% rnn, +15%
+        lstm here). A lax.scan body is counted once, not once per step, so recurrences are
+        analysed with the time loop unrolled (the Python-loop forward): same function.
+        """
+        forward = models.forward_fn(self.spec, loop="python")
+        try:
+            analysis = jax.jit(forward).lower(self.params, prepared).cost_analysis()
+        except Exception as error:  # the counter is a cross-check; its failure is a finding
+            return None, f"XLA cost_analysis failed: {type(error).__name__}: {error}"
+        if isinstance(analysis, list | tuple):  # older jax: one dict per device program
+            analysis = analysis[0] if analysis else None
+        flops = (analysis or {}).get("flops")
+        if flops is None or flops <= 0:
+            return None, f"XLA cost_analysis reported no flops: {analysis!r}"
+        # XLA counts exp/tanh (and logistic's exp) apart, as transcendentals; fwbench counts
+        # each as 1 FLOP.
+        flops += (analysis or {}).get("transcendentals", 0.0)
+        how = "XLA cost_analysis of jax.jit(forward), lowered: flops + transcendentals"
+        if isinstance(self.spec, RecurrentSpec):
+            how += "; time loop unrolled (a lax.scan body would be counted once)"
+        if isinstance(self.spec, CNNSpec):
+            how += (
+                "; XLA counts only kernel taps inside the image, fwbench (and torch's "
+                "counter) also the zero-padding taps of a 'same' convolution"
+            )
+        return float(flops), how
+
+
+def _jit_cache_size(jitted: Any) -> int:
+    """Compiled executables in a jax.jit function's cache. `_cache_size` is the only handle
+    jax exposes for this (it is private); without it nothing is claimed compiled."""
+    size = getattr(jitted, "_cache_size", None)
+    return int(size()) if callable(size) else 0
+
+
+def build(spec: ArchSpec, weights: Weights, mode: str, device: str) -> JaxRunner:
+    return JaxRunner(spec, weights, mode, device)
+
+
+def set_threads(threads: int) -> dict[str, Any]:
+    """XLA has no runtime thread-count API: its CPU pool is sized from the affinity mask when
+    the backend starts, and XLA_FLAGS picks single- or multi-threaded Eigen. Both are set by
+    the job before import; this reports them (and whether they agree with `threads`) for provenance.
+    """
+    check_threads(threads)
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    xla_flags = os.environ.get("XLA_FLAGS", "")
+    return {
+        "api": "none (XLA has no runtime thread-count API)",
+        "requested": threads,
+        "affinity_cores": cores,
+        "affinity_matches": len(cores) == threads,
+        "XLA_FLAGS": xla_flags,
+    }

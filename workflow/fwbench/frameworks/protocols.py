@@ -1,0 +1,156 @@
+"""What a framework package provides: the interfaces of `frameworks/<framework>/<part>.py`.
+
+Every framework package has the same modules: `infer.py` (an InferenceAdapter building
+Runners), `train.py` (a TrainingAdapter building Trainers), `hardware.py` (a HardwareProbe)
+and `models.py` (the networks the other two build). Only those modules import the framework;
+the rest of fwbench reaches them through `frameworks.load` and uses nothing but these
+interfaces, so it never branches on the framework's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from fwbench.model.resnet import ResNetSpec
+from fwbench.model.specs import ArchSpec
+from fwbench.model.weights import Weights
+
+
+@dataclass
+class CompileInfo:
+    """Whether the callable really runs compiled, and how the framework says so."""
+
+    compiled: bool
+    how: str
+    graph_count: int = 0
+    graph_breaks: int = 0
+    fallbacks: int = 0
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+# ---- inference -----------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Runner(Protocol):
+    """One model in one mode on one device, ready to be timed."""
+
+    def prepare(self, x: np.ndarray) -> Any:
+        """Move/convert a neutral-layout input to the device and the framework's layout."""
+
+    def __call__(self, prepared: Any) -> Any:
+        """One forward pass; may return before the device is done."""
+
+    def sync(self, output: Any) -> None:
+        """Block until `output` is computed (CUDA sync, block_until_ready, materialize)."""
+
+    def to_numpy(self, output: Any) -> np.ndarray: ...
+
+    def compile_info(self) -> CompileInfo:
+        """Valid after the first call."""
+
+    def peak_device_memory_bytes(self) -> int | None:
+        """The framework allocator's peak on an accelerator; None on CPU."""
+
+    def counter_flops(self, prepared: Any) -> tuple[float | None, str]:
+        """The framework's own FLOP count for one call, or None and why not."""
+
+
+@runtime_checkable
+class InferenceAdapter(Protocol):
+    """The module `frameworks/<framework>/infer.py`."""
+
+    COUNTER_SCOPE: str  # what counter_flops counts: "matmul" (GEMMs, convs) or "all" ops
+
+    def set_threads(self, threads: int) -> dict[str, Any]:
+        """Apply the framework's own thread API; returns what it set, for provenance."""
+
+    def build(self, spec: ArchSpec, weights: Weights, mode: str, device: str) -> Runner: ...
+
+
+# ---- training ------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class Trainer(Protocol):
+    """One model, its optimizer and schedule, in one mode on one device."""
+
+    def train_epoch(self, batches: Iterable[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        """One training step per (images, labels) batch (images in INPUT_LAYOUT); returns each
+        step's loss after waiting for the device to finish the epoch."""
+
+    def end_epoch(self) -> None:
+        """Advance the learning-rate schedule by one epoch where the framework does it so."""
+
+    def learning_rate(self) -> float:
+        """The rate the next step uses, read from the framework's own state."""
+
+    def predict(self, images: np.ndarray) -> np.ndarray:
+        """Logits for one batch with batch norm in eval mode (running statistics)."""
+
+    def state(self) -> Weights:
+        """Every weight and running statistic, in the neutral names and layouts."""
+
+    def compile_info(self) -> CompileInfo:
+        """Valid after the first epoch."""
+
+    def peak_device_memory_bytes(self) -> int | None:
+        """The framework allocator's peak on an accelerator; None on CPU."""
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """The keyword arguments of every TrainingAdapter.build: how one run trains, apart from
+    the model, its weights and the optimizer. A missing or unknown one raises TypeError."""
+
+    steps_per_epoch: int  # optimizer steps per epoch, for schedules that count steps
+    mode: str
+    device: str
+    threads: int | None = None  # intra-op threads, for frameworks that set them at build
+    allow_tf32: bool = False  # float32 matmuls and convolutions may run in TF32 on a GPU
+
+
+@runtime_checkable
+class TrainingAdapter(Protocol):
+    """The module `frameworks/<framework>/train.py`."""
+
+    INPUT_LAYOUT: str  # "NCHW" or "NHWC": the image layout train_epoch and predict take
+
+    def build(self, spec: ResNetSpec, weights: Weights, optimizer: Any, **options: Any) -> Trainer:
+        """A Trainer from the neutral `weights`; `optimizer` is the training SGDConfig and
+        `options` are the fields of TrainOptions."""
+
+
+# ---- hardware ------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class HardwareProbe(Protocol):
+    """The module `frameworks/<framework>/hardware.py`, imported by a hardware worker process
+    after it applied the thread environment (fwbench.hardware.workers)."""
+
+    def setup(self, threads: int) -> dict[str, Any]:
+        """Apply the framework's thread count and full float32 precision (no TF32); returns
+        the settings and the framework's version, for provenance."""
+
+    def gemm(self, n: int, trials: int, dtype: str, device: str) -> dict[str, Any]:
+        """`trials` timed n×n @ n×n products in `dtype` on `device`, after an untimed first
+        call: {"times_s": [...], "first_call_s", "busy_cpu_other", "call": how it was made}."""
+
+
+@runtime_checkable
+class StreamProbe(HardwareProbe, Protocol):
+    """A HardwareProbe that also runs the STREAM kernels and names the GPU (torch's: the
+    hardware stage's bandwidth and GPU identity need torch)."""
+
+    def stream_kernels(
+        self, elements: int, trials: int, device: str, dtype: str = "float64"
+    ) -> dict[str, Any]:
+        """STREAM copy/scale/add/triad over `elements`-long arrays (fwbench.hardware.stream)."""
+
+    def cuda_identity(self) -> dict[str, Any]:
+        """The GPU the job runs on, as the framework reports it."""

@@ -1,0 +1,223 @@
+"""The TensorFlow inference adapter: a Keras 3 model (TF backend) in one of three modes.
+
+Modes (frameworks.MODES["tensorflow"]):
+- eager: the Keras model called eagerly, op by op.
+- function: tf.function(model call, reduce_retracing=True): a TF graph run by the graph
+  executor (grappler-optimized, no XLA).
+- xla: tf.function(model call, jit_compile=True): the whole call compiled by XLA.
+
+The job sets threads.apply_thread_env and the TF env of frameworks.pre_import_env before it
+imports this module; `set_threads` then applies TF's own threading API before any op runs.
+Nothing here runs a TF op at import time, so the thread pools are still unset on import.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fwbench.frameworks import check_framework_mode, check_threads
+from fwbench.frameworks.protocols import CompileInfo
+from fwbench.frameworks.tensorflow.models import build_model, tf
+from fwbench.model.specs import ArchSpec, CNNSpec
+from fwbench.model.weights import Weights
+
+# What the TF profiler counts: matmuls, convolutions and bias adds (not activations).
+COUNTER_SCOPE = "matmul"
+
+DEVICES = {"cpu": "/CPU:0", "cuda": "/GPU:0"}
+_PLATFORMS = {"cpu": "CPU", "cuda": "GPU"}  # TF's platform names, for XLA's lowering
+
+# Ops whose arithmetic the TF profiler cannot see: it has no FLOP rule for Einsum, and it does
+# not look inside while-loop bodies (of a Keras RNN it counts only the one step Keras traces
+# outside the loop to learn the output shapes). A total from a graph holding them is too low.
+_PROFILER_BLIND_SPOTS = {
+    "Einsum": "Einsum has no FLOP rule in the TF profiler (attention scores and context)",
+    "While": "the TF profiler does not count loop iterations (the Keras RNN time loop is a "
+    "tf.while_loop)",
+    "StatelessWhile": "the TF profiler does not count loop iterations (tf.while_loop)",
+}
+
+
+def set_threads(threads: int) -> dict[str, int]:
+    """Apply TF's threading API (intra-op `threads`, inter-op 1); call before any TF op runs.
+
+    Returns the settings as TF reports them back, for the cell's provenance.
+    """
+    check_threads(threads)
+    try:
+        tf.config.threading.set_intra_op_parallelism_threads(threads)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    except RuntimeError as err:
+        raise RuntimeError(
+            f"set_threads({threads}) came after TensorFlow initialized its runtime; call it before "
+            f"any op runs ({err})"
+        ) from err
+    return {
+        "intra_op_parallelism_threads": tf.config.threading.get_intra_op_parallelism_threads(),
+        "inter_op_parallelism_threads": tf.config.threading.get_inter_op_parallelism_threads(),
+    }
+
+
+def _device_name(device: str) -> str:
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; known: {', '.join(DEVICES)}")
+    if device == "cuda" and not tf.config.list_physical_devices("GPU"):
+        raise RuntimeError("device 'cuda' requested but TensorFlow sees no GPU")
+    return DEVICES[device]
+
+
+def _op_counts(graph: tf.Graph) -> collections.Counter[str]:
+    return collections.Counter(op.type for op in graph.get_operations())
+
+
+class TensorFlowRunner:
+    """One Keras model in one mode on one device (see the module docstring for the modes)."""
+
+    def __init__(self, spec: ArchSpec, weights: Weights, mode: str, device: str) -> None:
+        check_framework_mode("tensorflow", mode)
+        self.spec = spec
+        self.mode = mode
+        self.device = device
+        self._device_name = _device_name(device)
+        self._platform = _PLATFORMS[device]
+        if device == "cuda":
+            # TF runs float32 matmuls/convs in TF32 on Ampere and newer by default (10-bit
+            # mantissa); the benchmark compares the float32 function across frameworks.
+            tf.config.experimental.enable_tensor_float_32_execution(False)
+        # Keras' cuDNN LSTM kernel (CudnnRNNV3, used on GPUs) cannot be compiled by XLA.
+        self._allow_cudnn = mode != "xla"
+        with tf.device(self._device_name):
+            self._model = build_model(spec, weights, allow_cudnn=self._allow_cudnn)
+        self._call = self._make_call(mode)
+        self._last_prepared: tf.Tensor | None = None
+        if device == "cuda":
+            tf.config.experimental.reset_memory_stats("GPU:0")
+
+    def _forward(self, x: tf.Tensor) -> tf.Tensor:
+        return self._model(x, training=False)
+
+    def _make_call(self, mode: str) -> Callable[[tf.Tensor], tf.Tensor]:
+        if mode == "eager":
+            return self._forward
+        if mode == "function":
+            return tf.function(self._forward, reduce_retracing=True)
+        return tf.function(self._forward, jit_compile=True)
+
+    def prepare(self, x: np.ndarray) -> tf.Tensor:
+        """Neutral-layout numpy input → a float32 tensor on the device (NHWC for the CNN)."""
+        expected = self.spec.input_shape(x.shape[0] if x.ndim else 0)
+        if x.shape != expected:
+            raise ValueError(f"{self.spec.name}: input shape {x.shape} != expected {expected}")
+        if isinstance(self.spec, CNNSpec):
+            x = x.transpose(0, 2, 3, 1)
+        host = np.ascontiguousarray(x, dtype=np.float32)
+        with tf.device(self._device_name):
+            prepared = tf.identity(tf.constant(host))
+        self.sync(prepared)
+        self._last_prepared = prepared
+        return prepared
+
+    def __call__(self, prepared: tf.Tensor) -> tf.Tensor:
+        with tf.device(self._device_name):
+            return self._call(prepared)
+
+    def sync(self, output: tf.Tensor) -> None:
+        # .numpy() copies the whole tensor to the host, which waits for every op producing it;
+        # outputs are (batch, classes) logits, so the copy is negligible.
+        output.numpy()
+
+    def to_numpy(self, output: tf.Tensor) -> np.ndarray:
+        return output.numpy()
+
+    def compile_info(self) -> CompileInfo:
+        """Valid after the first call; describes the graph traced for the last prepared input."""
+        details: dict[str, Any] = {
+            "tf32_enabled": tf.config.experimental.tensor_float_32_execution_enabled(),
+            "cudnn_lstm_allowed": self._allow_cudnn,
+        }
+        if self.mode == "eager":
+            details["executing_eagerly"] = tf.executing_eagerly()
+            return CompileInfo(
+                compiled=False, how="Keras model called eagerly, op by op", details=details
+            )
+        fn = self._call
+        traces = fn.experimental_get_tracing_count()
+        runs_eagerly = tf.config.functions_run_eagerly()
+        details["functions_run_eagerly"] = runs_eagerly
+        if traces and self._last_prepared is not None:
+            graph = fn.get_concrete_function(self._last_prepared).graph
+            ops = _op_counts(graph)
+            details["graph_ops"] = sum(ops.values())
+            details["while_loops"] = ops["While"] + ops["StatelessWhile"]
+        compiled = traces > 0 and not runs_eagerly
+        if self.mode == "function":
+            how = "tf.function(reduce_retracing=True): TF graph, graph executor, no XLA"
+        else:
+            xla_ok, xla_note = self._xla_evidence()
+            details["xla"] = xla_note
+            compiled = compiled and xla_ok
+            how = f"tf.function(jit_compile=True): {xla_note}"
+        if runs_eagerly:
+            how += " [tf.config.run_functions_eagerly is on: the function ran eagerly]"
+        return CompileInfo(compiled=compiled, how=how, graph_count=traces, details=details)
+
+    def _xla_evidence(self) -> tuple[bool, str]:
+        """Whether XLA really holds this function: the traced function is marked must-compile
+        and XLA lowers it to HLO."""
+        if self._last_prepared is None:
+            return False, "not called yet"
+        concrete = self._call.get_concrete_function(self._last_prepared)
+        must_compile_attr = concrete.function_def.attr.get("_XlaMustCompile")
+        must_compile = bool(must_compile_attr is not None and must_compile_attr.b)
+        try:
+            lower = self._call.experimental_get_compiler_ir(self._last_prepared)
+            hlo = lower(stage="hlo", platform_name=self._platform)
+        except Exception as err:  # any failure means XLA did not accept the function
+            return False, f"XLA lowering failed: {type(err).__name__}: {err}"
+        instructions = sum(1 for line in hlo.splitlines() if " = " in line)
+        return must_compile, (
+            f"_XlaMustCompile={must_compile}, XLA lowered it to HLO for {self._platform} "
+            f"({instructions} instructions)"
+        )
+
+    def peak_device_memory_bytes(self) -> int | None:
+        if self.device != "cuda":
+            return None
+        return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
+
+    def counter_flops(self, prepared: tf.Tensor) -> tuple[float | None, str]:
+        """TF's profiler (float_operation) over the traced graph of one call.
+
+        Traced by a separate tf.function, so the runner's own tracing count stays untouched.
+        """
+        spec = tf.TensorSpec.from_tensor(prepared)
+        with tf.device(self._device_name):
+            graph = tf.function(self._forward).get_concrete_function(spec).graph
+        blind = sorted(op for op in _op_counts(graph) if op in _PROFILER_BLIND_SPOTS)
+        options = (
+            tf.compat.v1.profiler.ProfileOptionBuilder(
+                tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
+            )
+            .with_empty_output()
+            .build()
+        )
+        total = float(tf.compat.v1.profiler.profile(graph=graph, options=options).total_float_ops)
+        if blind:
+            reasons = "; ".join(_PROFILER_BLIND_SPOTS[op] for op in blind)
+            return None, f"graph holds {', '.join(blind)}: {reasons}; partial total {total:.0f}"
+        if total <= 0:
+            return None, "the TF profiler counted no float ops in the traced graph"
+        return total, (
+            "tf.compat.v1.profiler float_operation on the traced graph: MatMul/Conv2D as "
+            "2 x multiply-adds, plus bias adds, pooling and normalization element ops; "
+            "activations not counted"
+        )
+
+
+def build(spec: ArchSpec, weights: Weights, mode: str, device: str) -> TensorFlowRunner:
+    """A Runner for `spec` with `weights` in `mode` (eager, function, xla) on `device`."""
+    return TensorFlowRunner(spec, weights, mode, device)

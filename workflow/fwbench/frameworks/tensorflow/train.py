@@ -1,0 +1,182 @@
+"""TensorFlow training: tf.Variables in the neutral layouts (NHWC inputs, HWIO kernels),
+tf.nn ops walked from the ResNet spec, GradientTape, and torch.optim.SGD's update written out.
+
+Why not Keras layers: keras.layers.BatchNormalization updates its moving variance with the
+biased batch variance (torch and the spec use the unbiased one) and its momentum means the
+opposite; Keras' SGD `weight_decay` is decoupled. Explicit ops make all three identical. Strided
+convs and the stem pool pad explicitly and symmetrically: TF's 'SAME' pads stride-2 windows
+asymmetrically, which would shift every feature map against torch and JAX.
+
+Modes: `eager`; `function` = tf.function of the whole train step (and of the eval forward);
+`xla` = the same with jit_compile=True.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import numpy as np
+
+from fwbench.frameworks import check_framework_mode
+from fwbench.frameworks.protocols import CompileInfo, TrainOptions
+from fwbench.frameworks.tensorflow.models import tf
+from fwbench.model.resnet import Conv, ResNetSpec, is_trainable
+from fwbench.model.weights import Weights
+from fwbench.training.config import SGDConfig
+
+INPUT_LAYOUT = "NHWC"
+
+
+class ResNet(tf.Module):
+    def __init__(self, spec: ResNetSpec, weights: Weights) -> None:
+        super().__init__(name="resnet")
+        self.spec = spec
+        self.blocks = spec.blocks()
+        self.weights = {
+            name: tf.Variable(value, trainable=is_trainable(name), name=name.replace(".", "_"))
+            for name, value in weights.items()
+        }
+
+    def _conv_bn(self, x: tf.Tensor, conv: Conv, training: bool) -> tf.Tensor:
+        pad = conv.padding
+        w = self.weights
+        h = tf.nn.conv2d(
+            x, w[f"{conv.name}.kernel"], conv.stride, [[0, 0], [pad, pad], [pad, pad], [0, 0]]
+        )
+        mean_var, var_var = w[f"{conv.bn}.running_mean"], w[f"{conv.bn}.running_var"]
+        if training:
+            mean, var = tf.nn.moments(h, axes=[0, 1, 2])  # biased variance, for normalizing
+            count = tf.cast(tf.size(h) // tf.shape(h)[-1], h.dtype)
+            m = self.spec.bn_momentum
+            mean_var.assign((1 - m) * mean_var + m * mean)
+            var_var.assign((1 - m) * var_var + m * var * count / (count - 1))
+        else:
+            mean, var = mean_var, var_var
+        return tf.nn.batch_normalization(
+            h, mean, var, w[f"{conv.bn}.beta"], w[f"{conv.bn}.gamma"], self.spec.bn_eps
+        )
+
+    def __call__(self, x: tf.Tensor, training: bool) -> tf.Tensor:
+        h = tf.nn.relu(self._conv_bn(x, self.spec.stem_conv, training))
+        if self.spec.stem_pool:
+            h = tf.pad(h, [[0, 0], [1, 1], [1, 1], [0, 0]], constant_values=-np.inf)
+            h = tf.nn.max_pool2d(h, ksize=3, strides=2, padding="VALID")
+        for block in self.blocks:
+            out = h
+            for i, conv in enumerate(block.convs):
+                out = self._conv_bn(out, conv, training)
+                if i < len(block.convs) - 1:
+                    out = tf.nn.relu(out)
+            shortcut = h if block.shortcut is None else self._conv_bn(h, block.shortcut, training)
+            h = tf.nn.relu(out + shortcut)
+        pooled = tf.reduce_mean(h, axis=[1, 2])
+        return tf.matmul(pooled, self.weights["head.W"]) + self.weights["head.b"]
+
+
+class TensorFlowTrainer:
+    def __init__(
+        self, spec: ResNetSpec, weights: Weights, optimizer: SGDConfig, mode: str, device: str
+    ) -> None:
+        self.mode, self.optimizer = mode, optimizer
+        self.device_name = "/GPU:0" if device == "cuda" else "/CPU:0"
+        self.epoch = 0
+        with tf.device(self.device_name):
+            self.model = ResNet(spec, weights)
+            self.trainable = [v for n, v in self.model.weights.items() if is_trainable(n)]
+            self.momentum_buffers = [tf.Variable(tf.zeros_like(v)) for v in self.trainable]
+            self.lr = tf.Variable(optimizer.schedule.lr_at_epoch(0), dtype=tf.float32)
+        self._train_step = self._wrap(self._step)
+        self._predict = self._wrap(self._logits)
+
+    def _wrap(self, fn: Callable) -> Callable:
+        if self.mode == "eager":
+            return fn
+        return tf.function(fn, jit_compile=self.mode == "xla")
+
+    def _step(self, x: tf.Tensor, y: tf.Tensor) -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            logits = self.model(x, training=True)
+            loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(y, logits))
+        grads = tape.gradient(loss, self.trainable)
+        mu, decay = self.optimizer.momentum, self.optimizer.weight_decay
+        for weight, grad, buf in zip(self.trainable, grads, self.momentum_buffers, strict=True):
+            grad = grad + decay * weight
+            # buf starts at zero, so the first step's buf is the gradient, as in torch.
+            buf.assign(mu * buf + grad)
+            weight.assign_sub(self.lr * buf)
+        return loss
+
+    def _logits(self, x: tf.Tensor) -> tf.Tensor:
+        return self.model(x, training=False)
+
+    def train_epoch(self, batches: Iterable[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        losses = []
+        with tf.device(self.device_name):
+            for images, labels in batches:
+                x, y = tf.convert_to_tensor(images), tf.convert_to_tensor(labels)
+                losses.append(self._train_step(x, y))
+            if self.device_name != "/CPU:0":
+                tf.test.experimental.sync_devices()
+            return tf.stack(losses).numpy().astype(np.float64)
+
+    def end_epoch(self) -> None:
+        self.epoch += 1
+        self.lr.assign(self.optimizer.schedule.lr_at_epoch(self.epoch))
+
+    def learning_rate(self) -> float:
+        return float(self.lr.numpy())
+
+    def predict(self, images: np.ndarray) -> np.ndarray:
+        with tf.device(self.device_name):
+            return self._predict(tf.convert_to_tensor(images)).numpy()
+
+    def state(self) -> Weights:
+        return {name: variable.numpy() for name, variable in self.model.weights.items()}
+
+    def compile_info(self) -> CompileInfo:
+        if self.mode == "eager":
+            return CompileInfo(compiled=False, how="eager: op by op")
+        traces = self._train_step.experimental_get_tracing_count()
+        predict_traces = self._predict.experimental_get_tracing_count()
+        details = {"train_step_traces": traces, "predict_traces": predict_traces}
+        how = "tf.function(train step incl. optimizer) + tf.function(eval forward)"
+        if self.mode == "xla":
+            how += ", jit_compile=True"
+        return CompileInfo(
+            compiled=traces > 0, how=how, graph_count=traces + predict_traces, details=details
+        )
+
+    def peak_device_memory_bytes(self) -> int | None:
+        if self.device_name == "/CPU:0":
+            return None
+        return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
+
+
+def _configure(device: str, threads: int | None, allow_tf32: bool) -> None:
+    """Runtime settings TF accepts only before its first op."""
+    if threads is not None:
+        with contextlib.suppress(RuntimeError):  # the runtime already started in this process
+            tf.config.threading.set_intra_op_parallelism_threads(threads)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+    gpus = tf.config.list_physical_devices("GPU")
+    if device == "cuda":
+        if not gpus:
+            raise RuntimeError("device 'cuda' requested but TensorFlow sees no GPU")
+        for gpu in gpus:
+            with contextlib.suppress(RuntimeError):  # already set in this process
+                tf.config.experimental.set_memory_growth(gpu, True)
+        tf.config.experimental.reset_memory_stats("GPU:0")
+    tf.config.experimental.enable_tensor_float_32_execution(allow_tf32)
+
+
+def build(
+    spec: ResNetSpec, weights: Weights, optimizer: SGDConfig, **options: Any
+) -> TensorFlowTrainer:
+    """A trainer for `spec` from the neutral `weights`; `options` as in TrainOptions. The
+    learning rate is a variable set per epoch, so steps_per_epoch is not needed here."""
+    run = TrainOptions(**options)
+    check_framework_mode("tensorflow", run.mode)
+    _configure(run.device, run.threads, run.allow_tf32)
+    return TensorFlowTrainer(spec, weights, optimizer, run.mode, run.device)

@@ -1,0 +1,171 @@
+"""The torch inference adapter: `build(spec, weights, mode, device) -> Runner`.
+
+Modes: `eager` runs the nn.Module in eval under torch.inference_mode(); `compiled` runs
+torch.compile(module) (default inductor backend), also under torch.inference_mode().
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from fwbench.frameworks import check_framework_mode, check_threads
+from fwbench.frameworks.protocols import CompileInfo
+from fwbench.frameworks.torch.compile_info import Snapshot, compile_info_since, counter_snapshot
+from fwbench.frameworks.torch.models import build_module
+from fwbench.model.specs import ArchSpec
+from fwbench.model.weights import Weights
+
+DEVICES = ("cpu", "cuda")
+# What FlopCounterMode counts: matmuls and convolutions, no elementwise ops.
+COUNTER_SCOPE = "matmul"
+
+
+def set_threads(threads: int) -> dict[str, Any]:
+    """Apply torch's own thread settings; returns what torch reports, for provenance.
+
+    The inter-op pool size can be set only once per process and only before any inter-op
+    parallel work; a second call keeps the first value and says so.
+    """
+    check_threads(threads)
+    torch.set_num_threads(threads)
+    interop_note = "set to 1"
+    try:
+        torch.set_num_interop_threads(1)
+    except RuntimeError as error:
+        interop_note = f"not set (already fixed): {error}"
+    return {
+        "torch.num_threads": torch.get_num_threads(),
+        "torch.num_interop_threads": torch.get_num_interop_threads(),
+        "torch.interop": interop_note,
+    }
+
+
+def _strict_float32_on_cuda() -> dict[str, bool]:
+    """TF32 would change the function (about 1e-3 relative error): keep float32 matmuls and
+    convolutions in full precision, as on the CPU."""
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    return {"cuda.matmul.allow_tf32": False, "cudnn.allow_tf32": False}
+
+
+class TorchRunner:
+    """One torch model in one mode on one device (a frameworks.protocols.Runner)."""
+
+    def __init__(self, spec: ArchSpec, weights: Weights, mode: str, device: str) -> None:
+        check_framework_mode("torch", mode)
+        if device not in DEVICES:
+            raise ValueError(f"unknown device {device!r}; known: {', '.join(DEVICES)}")
+        if device == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError(
+                f"device 'cuda' requested but torch {torch.__version__} sees no CUDA device"
+            )
+        self.spec, self.mode, self.device = spec, mode, torch.device(device)
+        # Numerics settings that change the function (TF32): recorded in compile_info details.
+        self.settings: dict[str, Any] = {
+            "float32_matmul_precision": torch.get_float32_matmul_precision()
+        }
+        if self.device.type == "cuda":
+            self.settings |= _strict_float32_on_cuda()
+            # Reset before the weights move so that the peak includes them.
+            torch.cuda.reset_peak_memory_stats(self.device)
+        self.module = build_module(spec, weights).to(self.device)
+        self._forward = self.module
+        self._counters_at_build: Snapshot = {}
+        if mode == "compiled":
+            self._forward = self._compile()
+
+    def _compile(self) -> Any:
+        import torch._dynamo
+
+        # Without allow_rnn dynamo refuses nn.RNN/nn.LSTM and the whole forward silently runs
+        # eager (0 graphs); with it, the recurrence is traced into one graph.
+        torch._dynamo.config.allow_rnn = True
+        # A fresh dynamo state: a second model of the same class could otherwise reuse the
+        # previous model's compiled code, and this runner's counters would show no compilation.
+        torch._dynamo.reset()
+        self._counters_at_build = counter_snapshot()
+        return torch.compile(self.module)
+
+    def prepare(self, x: np.ndarray) -> torch.Tensor:
+        expected = self.spec.input_shape(len(x))
+        if x.shape != expected or x.dtype != np.float32:
+            raise ValueError(
+                f"{self.spec.name} input must be float32 of shape {expected}, "
+                f"got {x.dtype} of shape {x.shape}"
+            )
+        prepared = torch.from_numpy(np.ascontiguousarray(x)).to(self.device)
+        self.sync(prepared)
+        return prepared
+
+    def __call__(self, prepared: torch.Tensor) -> torch.Tensor:
+        with torch.inference_mode():
+            return self._forward(prepared)
+
+    def sync(self, output: torch.Tensor) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        # On the CPU every torch op has finished when it returns: nothing to wait for.
+
+    def to_numpy(self, output: torch.Tensor) -> np.ndarray:
+        return output.detach().to("cpu").numpy()
+
+    def compile_info(self) -> CompileInfo:
+        """From dynamo's counters since build (compile_info_since); raises before the first
+        compiled call."""
+        if self.mode == "eager":
+            return CompileInfo(
+                compiled=False,
+                how="eager nn.Module under torch.inference_mode",
+                details={"settings": self.settings, "torch": torch.__version__},
+            )
+        return compile_info_since(
+            self._counters_at_build,
+            how=(
+                "torch.compile(module), backend inductor, under torch.inference_mode; "
+                "torch._dynamo.config.allow_rnn=True so nn.RNN/nn.LSTM are traced, not eager"
+            ),
+            details={"settings": self.settings},
+        )
+
+    def peak_device_memory_bytes(self) -> int | None:
+        if self.device.type == "cuda":
+            return int(torch.cuda.max_memory_allocated(self.device))
+        return None
+
+    def counter_flops(self, prepared: torch.Tensor) -> tuple[float | None, str]:
+        """FlopCounterMode over one eager call (the counter cannot see into compiled kernels).
+
+        The counter knows matmul, convolution and attention formulas only; a fused op without
+        one (aten.lstm, the encoder-layer fast path) counts 0. Every module that owns a weight
+        matrix does matmuls, so one that counted 0 means the total is short: return None.
+        """
+        from torch.utils.flop_counter import FlopCounterMode
+
+        counter = FlopCounterMode(display=False)
+        with torch.inference_mode(), counter:
+            self.module(prepared)
+        counts = counter.get_flop_counts()
+        root = type(self.module).__name__
+        missed = [
+            f"{name} ({type(module).__name__})"
+            for name, module in self.module.named_modules()
+            if any(p.dim() >= 2 for p in module.parameters(recurse=False))
+            and sum(counts.get(f"{root}.{name}" if name else root, {}).values()) == 0
+        ]
+        if missed:
+            shown = ", ".join(missed[:2]) + (
+                f" and {len(missed) - 2} more" if len(missed) > 2 else ""
+            )
+            return None, (
+                f"torch FlopCounterMode counted 0 FLOPs in {len(missed)} module(s) with weight "
+                f"matrices, run by a fused op without a FLOP formula: {shown}"
+            )
+        return float(counter.get_total_flops()), "torch FlopCounterMode, one eager call"
+
+
+def build(spec: ArchSpec, weights: Weights, mode: str, device: str) -> TorchRunner:
+    """A Runner for `spec` holding `weights`, in `mode` ('eager' | 'compiled') on `device`."""
+    return TorchRunner(spec, weights, mode, device)

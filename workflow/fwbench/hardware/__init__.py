@@ -1,0 +1,1 @@
+"""The hardware stage: identity, theoretical peaks, STREAM and GEMM measurements."""

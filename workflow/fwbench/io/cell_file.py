@@ -1,0 +1,179 @@
+"""The cell file: one benchmark cell as a self-describing xarray Dataset (netCDF4 via h5netcdf).
+
+A cell holds every timed iteration (`latency_s`, dimension `repeat`), the conditions of the
+measurement, and its outcome. A failed cell has the same variables, NaN where nothing was
+measured, and says why in `status`/`error_*` attributes.
+
+Variables (SI units in the `units` attribute):
+  latency_s(repeat)   s      each warm iteration, perf_counter_ns around call + sync
+  first_call_s        s      the first call (tracing/compilation + first run), not in latency_s
+  flops               FLOP   analytic, per call (fwbench.model.cost)
+  bytes               B      analytic compulsory traffic per call (weights + input + output)
+  activation_bytes    B      analytic estimate of activation traffic (labelled an estimate)
+  counter_flops       FLOP   the framework's own counter, NaN where it has none (see attr note)
+  peak_mem_bytes      B      process peak RSS on CPU; allocator peak on an accelerator
+  compiled            1      1 when the callable really ran compiled, else 0
+  graph_count, graph_breaks, fallbacks   1
+  load_before, load_after   1      1-minute load average at start and end
+  busy_cpu_other      1      other processes' CPU use during the timed loop, in cores
+Attributes: framework, framework_version, versions (JSON of every relevant distribution),
+mode, arch, batch, status ('ok' | 'failed'), error_type, error_message, traceback_tail,
+compile_how, counter_note, device, host, threads (JSON of every thread setting), warmup,
+repeats, config_hash, git_commit, start_ns, end_ns (time.time_ns wall clock), start_utc,
+end_utc, contended (0/1: the machine was busy during the cell), attempts, and where the
+cell's time went: import_s (framework import), build_s (model build + input on device),
+warmup_s (the untimed warm-up calls); schema_version (SCHEMA_VERSION; cells written before the
+attribute existed have version 1's layout and are read as version 1).
+
+Two readers, both here: `read_cell` (xarray, the whole file) and `read_cell_record` (h5py's
+low-level API, what the aggregate needs, about 20x faster at 10,000 cells). Both check the
+schema version.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import h5py
+import numpy as np
+import xarray as xr
+from h5py import h5a, h5d, h5s, h5t
+
+from fwbench.io.atomic import write_netcdf
+from fwbench.io.common import SCHEMA_KEY, attr_value, check_schema_version, schema_version
+from fwbench.io.dims import STATUS_OK
+
+UNITS = {
+    "latency_s": "s",
+    "first_call_s": "s",
+    "flops": "FLOP",
+    "bytes": "B",
+    "activation_bytes": "B",
+    "counter_flops": "FLOP",
+    "peak_mem_bytes": "B",
+    "compiled": "1",
+    "graph_count": "1",
+    "graph_breaks": "1",
+    "fallbacks": "1",
+    "load_before": "1",
+    "load_after": "1",
+    "busy_cpu_other": "cores",
+}
+SCALARS = [name for name in UNITS if name != "latency_s"]
+SCHEMA_VERSION = 1
+UNVERSIONED = 1  # cells from before the attribute existed have version 1's layout
+WHAT = "cell file"
+
+
+@dataclass
+class Cell:
+    """Everything one cell measured; NaN for what it could not."""
+
+    framework: str
+    mode: str
+    arch: str
+    batch: int
+    repeats: int
+    latency_s: np.ndarray | None = None
+    scalars: dict[str, float] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def to_dataset(self) -> xr.Dataset:
+        latency = np.full(self.repeats, np.nan)
+        if self.latency_s is not None:
+            latency[: len(self.latency_s)] = self.latency_s
+        data = {"latency_s": ("repeat", latency)}
+        for name in SCALARS:
+            data[name] = ((), float(self.scalars.get(name, np.nan)))
+        ds = xr.Dataset(data, coords={"repeat": np.arange(self.repeats)})
+        for name, unit in UNITS.items():
+            ds[name].attrs["units"] = unit
+        attrs = {
+            "framework": self.framework,
+            "mode": self.mode,
+            "arch": self.arch,
+            "batch": int(self.batch),
+            "repeats": int(self.repeats),
+            "status": STATUS_OK,
+            SCHEMA_KEY: SCHEMA_VERSION,
+        } | self.attrs
+        ds.attrs.update({key: attr_value(value) for key, value in attrs.items()})
+        return ds
+
+
+def write_cell(cell: Cell, path: str | os.PathLike) -> None:
+    write_netcdf(cell.to_dataset(), path)
+
+
+def read_cell(path: str | os.PathLike) -> xr.Dataset:
+    """The whole cell as a Dataset."""
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        check_schema_version(schema_version(ds.attrs, UNVERSIONED), SCHEMA_VERSION, path, WHAT)
+        return ds.load()
+
+
+@dataclass
+class CellRecord:
+    """What the aggregate needs from one cell file."""
+
+    path: str
+    attrs: dict[str, Any]
+    latency_s: np.ndarray
+    scalars: dict[str, float]
+
+    @property
+    def key(self) -> tuple[str, str, str, int]:
+        return (
+            str(self.attrs["framework"]),
+            str(self.attrs["mode"]),
+            str(self.attrs["arch"]),
+            int(self.attrs["batch"]),
+        )
+
+
+def _plain(value: np.ndarray) -> Any:
+    """An attribute as a Python value: 1-element arrays unwrapped, bytes decoded."""
+    value = value.reshape(()).item() if value.size == 1 else value.tolist()
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _read_attrs(file_id: h5py.h5f.FileID) -> dict[str, Any]:
+    # h5py's low-level API: the high-level File.attrs costs about twice as much per attribute.
+    attrs = {}
+    for i in range(h5a.get_num_attrs(file_id)):
+        attr = h5a.open(file_id, index=i)
+        value = np.zeros(attr.shape or (), dtype=attr.dtype)
+        attr.read(value, mtype=h5t.py_create(attr.dtype))
+        attrs[attr.name.decode()] = _plain(value)
+    return attrs
+
+
+def _read_array(file_id: h5py.h5f.FileID, name: str) -> np.ndarray | None:
+    """A float variable's values, or None when the file does not have it."""
+    try:
+        variable = h5d.open(file_id, name.encode())
+    except KeyError:
+        return None
+    values = np.empty(variable.shape, dtype=np.float64)
+    variable.read(h5s.ALL, h5s.ALL, values)
+    return values
+
+
+def read_cell_record(path: str | os.PathLike) -> CellRecord:
+    """The attributes, iterations and scalars of one cell (h5py's low-level API)."""
+    with h5py.File(path, "r") as handle:
+        attrs = _read_attrs(handle.id)
+        latency = _read_array(handle.id, "latency_s")
+        missing = [key for key in ("framework", "mode", "arch", "batch") if key not in attrs]
+        if missing or latency is None:
+            raise ValueError(
+                f"{path} is not a cell file (missing {', '.join(missing) or 'latency_s'})"
+            )
+        check_schema_version(schema_version(attrs, UNVERSIONED), SCHEMA_VERSION, path, WHAT)
+        scalars = {}
+        for name in SCALARS:
+            values = _read_array(handle.id, name)
+            scalars[name] = np.nan if values is None else float(values)
+    return CellRecord(str(path), attrs, latency, scalars)

@@ -1,0 +1,45 @@
+"""What every fwbench file format shares: the schema version and its check, attribute values."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import xarray as xr
+
+SCHEMA_KEY = "schema_version"
+
+
+def schema_version(attrs: Mapping[str, Any], unversioned: int | None = None) -> Any:
+    """The file's schema version; `unversioned` for a file written before the format carried
+    one (a reader passes the version whose layout such files have, or None to refuse them)."""
+    value = attrs.get(SCHEMA_KEY, unversioned)
+    return value.item() if hasattr(value, "item") else value
+
+
+def check_schema_version(found: Any, expected: int, path: str | os.PathLike, what: str) -> None:
+    """Raise naming the file when it is not of the version this code reads."""
+    if isinstance(found, bool) or not isinstance(found, int) or found != expected:
+        raise ValueError(
+            f"{path} is a {what} of {SCHEMA_KEY} {found!r}, but this fwbench reads "
+            f"{SCHEMA_KEY} {expected}; rerun the job that writes it"
+        )
+
+
+def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
+    """A netCDF file fwbench wrote (bench.nc, stats.nc, train.nc) read into memory and closed."""
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        return ds.load()
+
+
+def attr_value(value: Any) -> Any:
+    """netCDF attributes hold strings and numbers; dicts and lists go as JSON, None as ''."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, dict | list | tuple):
+        return json.dumps(value, sort_keys=True, default=str)
+    return value

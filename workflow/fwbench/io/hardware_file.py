@@ -1,0 +1,45 @@
+"""The hardware file, results/hardware/<host>-<device>.json: its version, writer and reader.
+
+`fwbench.hardware.characterize` writes it; the roofline (`fwbench.analysis.roofline`) and the
+figures and report (`fwbench.present.figure_data`) read it, all through `read_hardware`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from fwbench.io.atomic import write_json
+from fwbench.io.common import SCHEMA_KEY, check_schema_version, schema_version
+
+SCHEMA_VERSION = 1
+WHAT = "hardware file"
+
+
+def write_hardware(document: dict[str, Any], path: str | os.PathLike) -> None:
+    write_json({SCHEMA_KEY: SCHEMA_VERSION} | document, path)
+
+
+def read_hardware(path: str | os.PathLike) -> dict[str, Any]:
+    """The parsed document; raises naming the file when it is not JSON, not an object, or of
+    another schema version."""
+    path = Path(path)
+    try:
+        document = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"{path} must hold a JSON object, got {type(document).__name__}")
+    check_schema_version(schema_version(document), SCHEMA_VERSION, path, WHAT)
+    return document
+
+
+def lookup(document: Any, *keys: str) -> Any:
+    """The value at a key path, None where any key is missing."""
+    for key in keys:
+        if not isinstance(document, dict):
+            return None
+        document = document.get(key)
+    return document

@@ -1,0 +1,110 @@
+"""The train file: one training run (framework × mode × model × dataset) as a self-describing
+xarray Dataset (netCDF4 via h5netcdf), written by fwbench.training.run.
+
+Variables (dimension `epoch`; SI units in each `units` attribute):
+  epoch_time_s(epoch)     s      the epoch's training steps, host→device copies and final sync
+  eval_time_s(epoch)      s      validation pass after the epoch (not in epoch_time_s)
+  samples_per_s(epoch)    1/s    training samples per second of epoch_time_s
+  train_loss(epoch)       1      mean over the epoch's steps of the batch-mean cross-entropy
+  val_accuracy(epoch)     1      fraction of validation samples classified right (BN in eval mode)
+  learning_rate(epoch)    1      the rate the epoch's steps used, read back from the framework
+  busy_cpu_other(epoch)   cores  other processes' CPU use during the epoch
+  first_epoch_overhead_s  s      first epoch − median of the later ones (compilation, warm-up)
+  steady_epoch_time_s     s      median of the epochs after the first
+  time_to_target_s        s      summed epoch_time_s up to the first epoch whose val_accuracy
+                                 reaches target_accuracy (evaluation excluded); NaN if never
+  target_accuracy         1
+  setup_time_s            s      framework import + model build + weight load
+  peak_mem_bytes          B      device allocator peak on an accelerator, else peak RSS
+  peak_rss_bytes          B      the process's peak resident set (imports and data included)
+  compiled, graph_count, graph_breaks, fallbacks   1   as in the bench cells
+  load_before, load_after 1      1-minute load average at start and end
+Attributes: framework, framework_version, versions (JSON), mode, model, dataset, status
+('ok' | 'failed'), error_type, error_message, traceback_tail, compile_how, compile_details,
+device, host, threads (JSON), config (JSON of the `train` section), config_hash, git_commit,
+spec (JSON), seed, epochs, batch_size, steps_per_epoch, train_samples, val_samples,
+image_shape, dataset_fingerprint, batch_order_hash, weight_decay_on, lr_milestones, start_ns,
+end_ns, start_utc, end_utc (time.time_ns wall clock), lock_wait_s (set by the script),
+schema_version (SCHEMA_VERSION; train files written before the attribute existed have version
+1's layout and are read as version 1).
+A failed run has the same variables, NaN where nothing was measured (epochs done before the
+failure keep their values).
+
+Every reader goes through `read_run`, which checks the schema version.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from fwbench.io.atomic import write_netcdf
+from fwbench.io.common import SCHEMA_KEY, attr_value, check_schema_version, schema_version
+
+EPOCH_UNITS = {
+    "epoch_time_s": "s",
+    "eval_time_s": "s",
+    "samples_per_s": "1/s",
+    "train_loss": "1",
+    "val_accuracy": "1",
+    "learning_rate": "1",
+    "busy_cpu_other": "cores",
+}
+SCALAR_UNITS = {
+    "first_epoch_overhead_s": "s",
+    "steady_epoch_time_s": "s",
+    "time_to_target_s": "s",
+    "target_accuracy": "1",
+    "setup_time_s": "s",
+    "peak_mem_bytes": "B",
+    "peak_rss_bytes": "B",
+    "compiled": "1",
+    "graph_count": "1",
+    "graph_breaks": "1",
+    "fallbacks": "1",
+    "load_before": "1",
+    "load_after": "1",
+}
+SCHEMA_VERSION = 1
+UNVERSIONED = 1  # train files from before the attribute existed have version 1's layout
+WHAT = "train file"
+
+
+@dataclass
+class RunRecord:
+    """What one run measured; NaN for what it did not get to."""
+
+    epochs: int
+    per_epoch: dict[str, np.ndarray] = field(default_factory=dict)
+    scalars: dict[str, float] = field(default_factory=dict)
+    attrs: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name in EPOCH_UNITS:
+            self.per_epoch.setdefault(name, np.full(self.epochs, np.nan))
+
+    def to_dataset(self) -> xr.Dataset:
+        variables = {name: ("epoch", self.per_epoch[name]) for name in EPOCH_UNITS}
+        for name in SCALAR_UNITS:
+            variables[name] = ((), float(self.scalars.get(name, np.nan)))
+        ds = xr.Dataset(variables, coords={"epoch": np.arange(self.epochs)})
+        for name, unit in EPOCH_UNITS.items() | SCALAR_UNITS.items():
+            ds[name].attrs["units"] = unit
+        attrs = {SCHEMA_KEY: SCHEMA_VERSION} | self.attrs
+        ds.attrs.update({key: attr_value(value) for key, value in attrs.items()})
+        return ds
+
+
+def write_run(ds: xr.Dataset, path: str | os.PathLike) -> None:
+    write_netcdf(ds, path)
+
+
+def read_run(path: str | os.PathLike) -> xr.Dataset:
+    """The whole train file as a Dataset."""
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        check_schema_version(schema_version(ds.attrs, UNVERSIONED), SCHEMA_VERSION, path, WHAT)
+        return ds.load()

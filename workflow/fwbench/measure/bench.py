@@ -1,0 +1,225 @@
+"""One benchmark cell, start to finish: build, time, describe, write — or record the failure.
+
+Process set-up (threads, pinned cores, framework environment) must happen before the
+framework is imported, so `run_cell` does it first and imports the adapter afterwards.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fwbench import frameworks
+from fwbench.io.cell_file import Cell, write_cell
+from fwbench.io.dims import STATUS_FAILED
+from fwbench.measure import provenance
+from fwbench.measure.harness import peak_rss_bytes, time_calls, timing_lock
+from fwbench.measure.threads import setup_threads
+
+TRACEBACK_TAIL_LINES = 15
+
+
+class InjectedFailure(RuntimeError):
+    """Raised on purpose in cells named by `bench.inject_failure` (tests of failure handling)."""
+
+
+@dataclass
+class CellRequest:
+    framework: str
+    mode: str
+    arch: str
+    batch: int
+    dims: dict[str, Any]
+    seed: int
+    device: str
+    threads: int
+    warmup: int
+    repeats: int
+    busy_threshold_cores: float
+    retries: int
+    timeout_s: float
+    inject_failure: bool = False
+    lock: str = "/tmp/fwbench-timing.lock"
+    versions: dict[str, str] = field(default_factory=dict)
+
+    def settings_hash(self) -> str:
+        settings = asdict(self)
+        settings.pop("lock")
+        return provenance.config_hash(settings)
+
+
+def _measure(request: CellRequest, cell: Cell) -> None:
+    """Fill `cell` with the measurement; raises whatever the framework raises."""
+    from fwbench.model import cost, weights
+    from fwbench.model.specs import build_spec
+
+    spec = build_spec(request.arch, request.dims)
+    analytic = cost.cost(spec, request.batch)
+    cell.scalars |= {
+        "flops": analytic.flops,
+        "bytes": analytic.bytes,
+        "activation_bytes": analytic.activation_bytes,
+    }
+    start = time.perf_counter()
+    adapter = frameworks.load(request.framework)
+    cell.attrs["import_s"] = time.perf_counter() - start
+    cell.attrs["framework_threads"] = adapter.set_threads(request.threads)
+    if request.inject_failure:
+        raise InjectedFailure(
+            f"bench.inject_failure names {request.framework}/{request.mode}/{request.arch}"
+        )
+    start = time.perf_counter()
+    runner = adapter.build(
+        spec, weights.make_weights(spec, request.seed), request.mode, request.device
+    )
+    prepared = runner.prepare(weights.make_input(spec, request.batch, request.seed))
+    cell.attrs["build_s"] = time.perf_counter() - start
+
+    def call() -> Any:
+        return runner(prepared)
+
+    timing = time_calls(call, runner.sync, request.warmup, request.repeats)
+    attempts = 1
+    while timing.busy_cpu_other > request.busy_threshold_cores and attempts <= request.retries:
+        first_call_s = timing.first_call_s
+        timing = time_calls(call, runner.sync, request.warmup, request.repeats)
+        timing.first_call_s = first_call_s
+        attempts += 1
+
+    info = runner.compile_info()
+    counter, counter_note = runner.counter_flops(prepared)
+    device_peak = runner.peak_device_memory_bytes()
+    cell.latency_s = timing.latency_s
+    cell.scalars |= {
+        "first_call_s": timing.first_call_s,
+        "counter_flops": np.nan if counter is None else counter,
+        "peak_mem_bytes": device_peak if device_peak is not None else peak_rss_bytes(),
+        "compiled": float(info.compiled),
+        "graph_count": info.graph_count,
+        "graph_breaks": info.graph_breaks,
+        "fallbacks": info.fallbacks,
+        "load_before": timing.load_before,
+        "load_after": timing.load_after,
+        "busy_cpu_other": timing.busy_cpu_other,
+    }
+    cell.attrs |= {
+        "compile_how": info.how,
+        "compile_details": info.details,
+        "counter_note": counter_note,
+        "peak_mem_kind": "device allocator peak" if device_peak is not None else "process RSS",
+        "attempts": attempts,
+        "warmup_s": timing.warmup_s,
+        "contended": int(timing.busy_cpu_other > request.busy_threshold_cores),
+    }
+
+
+def _failure_attrs(error: BaseException) -> dict[str, str]:
+    lines = traceback.format_exception(error)
+    tail = "".join(lines).splitlines()[-TRACEBACK_TAIL_LINES:]
+    return {
+        "status": STATUS_FAILED,
+        "error_type": type(error).__name__,
+        "error_message": str(error) or type(error).__name__,
+        "traceback_tail": "\n".join(tail),
+    }
+
+
+class _Watchdog:
+    """Writes a `failed` cell and ends the process when a cell outlives its timeout, even
+    when the main thread is stuck inside a framework's C code."""
+
+    def __init__(self, cell: Cell, output: Path, timeout_s: float, scratch: str) -> None:
+        self._cell, self._output, self._timeout_s = cell, output, timeout_s
+        self._scratch = scratch
+        self._lock = threading.Lock()
+        self._done = False
+        self._timer = threading.Timer(timeout_s, self._fire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+    def claim(self) -> bool:
+        """True for the one writer (main path or watchdog) that may write the output."""
+        with self._lock:
+            if self._done:
+                return False
+            self._done = True
+            return True
+
+    def _fire(self) -> None:
+        if not self.claim():
+            return
+        error = TimeoutError(f"cell still running after bench.timeout_s={self._timeout_s} s")
+        self._cell.attrs |= _failure_attrs(error) | {"end_ns": time.time_ns()}
+        write_cell(self._cell, self._output)
+        print(f"fwbench: {error}", file=sys.stderr, flush=True)
+        shutil.rmtree(self._scratch, ignore_errors=True)
+        os._exit(0)
+
+
+def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
+    """Measure one cell and write it to `output`; a failure is written as a `failed` cell."""
+    frameworks.check_framework_mode(request.framework, request.mode)
+    os.environ.update(frameworks.pre_import_env(request.framework, request.device))
+    threads_info = setup_threads(request.threads)
+    # A private temp dir per cell: compiler caches (torch inductor writes to the system temp dir)
+    # start cold every time, so first-call times are comparable and reruns reproduce them.
+    scratch = tempfile.mkdtemp(prefix="fwbench-cell-")
+    cache_env = {"TMPDIR": scratch, "TORCHINDUCTOR_CACHE_DIR": os.path.join(scratch, "inductor")}
+    saved_env = {name: os.environ.get(name) for name in cache_env}
+    saved_tempdir = tempfile.tempdir
+    os.environ.update(cache_env)
+    tempfile.tempdir = scratch
+
+    cell = Cell(request.framework, request.mode, request.arch, request.batch, request.repeats)
+    cell.attrs |= {
+        "framework_version": next(iter(request.versions.values()), "unknown"),
+        "versions": request.versions | provenance.runtime(),
+        "device": request.device,
+        "host": provenance.host(),
+        "threads": threads_info,
+        "warmup": request.warmup,
+        "config_hash": request.settings_hash(),
+        "git_commit": provenance.git_commit(Path(__file__).parent),
+        "compile_cache": "cold: a fresh temporary cache directory per cell",
+    }
+    output = Path(output)
+    try:
+        with timing_lock(request.lock) as waited_s:
+            cell.attrs["lock_wait_s"] = waited_s
+            cell.attrs["start_ns"] = time.time_ns()
+            with _Watchdog(cell, output, request.timeout_s, scratch) as watchdog:
+                try:
+                    _measure(request, cell)
+                except Exception as error:  # a failed cell is data, not a crashed sweep
+                    cell.attrs |= _failure_attrs(error)
+                    traceback.print_exc()
+                cell.attrs["end_ns"] = time.time_ns()
+                if watchdog.claim():
+                    cell.attrs["start_utc"] = provenance.utc(cell.attrs["start_ns"])
+                    cell.attrs["end_utc"] = provenance.utc(cell.attrs["end_ns"])
+                    write_cell(cell, output)
+    finally:
+        tempfile.tempdir = saved_tempdir
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        shutil.rmtree(scratch, ignore_errors=True)
+    return cell

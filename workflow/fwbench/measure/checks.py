@@ -1,0 +1,224 @@
+"""Cross-checks run once per framework, in that framework's own process.
+
+- equivalence: each (architecture, mode) output against the float64 numpy reference, from the
+  same seeded weights and input;
+- FLOPs: the framework's own counter against the analytic cost model (fwbench.model.cost).
+
+A model that fails to build or run becomes a row that says so (pass False, the message in
+`error` or `note`), never a crashed job. The framework is imported through frameworks.load only.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from fwbench import frameworks
+from fwbench.io.atomic import atomic_open
+from fwbench.model import reference
+from fwbench.model.cost import cost
+from fwbench.model.specs import build_spec
+from fwbench.model.weights import make_input, make_weights
+
+EQUIVALENCE_COLUMNS = (
+    "arch",
+    "framework",
+    "mode",
+    "max_abs_err",
+    "max_rel_err",
+    "tolerance",
+    "pass",
+    "error",
+)
+FLOPS_COLUMNS = (
+    "arch",
+    "framework",
+    "mode",
+    "batch",
+    "analytic_flops",
+    "analytic_total_flops",
+    "counter_flops",
+    "ratio",
+    "ratio_total",
+    "compared_with",
+    "within_5pct",
+    "note",
+)
+# A counter within this fraction of the analytic matmul FLOPs agrees with the cost model.
+FLOPS_AGREEMENT = 0.05
+CHECK_DEVICE = "cpu"
+
+
+def _error_text(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _check_request(framework: str, modes: Sequence[str], batch: int) -> None:
+    """Bad configuration is an error of the caller, not a failed row."""
+    if not modes:
+        raise ValueError(f"no modes given for {framework}")
+    for mode in modes:
+        frameworks.check_framework_mode(framework, mode)
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be a positive integer, got {batch!r}")
+
+
+def _run_once(runner: Any, x: np.ndarray) -> np.ndarray:
+    output = runner(runner.prepare(x))
+    runner.sync(output)
+    return runner.to_numpy(output)
+
+
+def equivalence_rows(
+    framework: str,
+    archs: Sequence[str],
+    dims: Mapping[str, Mapping[str, Any]],
+    seed: int,
+    batch: int,
+    tolerance: float,
+    modes: Sequence[str],
+) -> list[dict[str, Any]]:
+    """One row per (arch, mode): the framework's output vs the reference.
+
+    `pass` is True when the normwise relative error (reference.max_errors) is at most
+    `tolerance`; a NaN/inf output or a failure to build or run never passes.
+    """
+    _check_request(framework, modes, batch)
+    if not tolerance > 0:
+        raise ValueError(f"tolerance must be positive, got {tolerance!r}")
+    try:
+        adapter, load_error = frameworks.load(framework), ""
+    except Exception as error:  # e.g. the framework is not installed: every row says so
+        adapter, load_error = None, _error_text(error)
+    rows = []
+    for arch in archs:
+        spec = build_spec(arch, dict(dims.get(arch, {})))
+        weights = make_weights(spec, seed)
+        x = make_input(spec, batch, seed)
+        expected = reference.forward(spec, weights, x)
+        for mode in modes:
+            row = {"arch": arch, "framework": framework, "mode": mode, "tolerance": tolerance}
+            try:
+                if adapter is None:
+                    raise RuntimeError(f"loading the {framework} adapter failed: {load_error}")
+                output = _run_once(adapter.build(spec, weights, mode, CHECK_DEVICE), x)
+                abs_err, rel_err = reference.max_errors(output, expected)
+                row |= {"max_abs_err": abs_err, "max_rel_err": rel_err, "error": ""}
+                row["pass"] = bool(math.isfinite(rel_err) and rel_err <= tolerance)
+            except Exception as error:
+                row |= {"max_abs_err": math.nan, "max_rel_err": math.nan, "pass": False}
+                row["error"] = _error_text(error)
+            rows.append(row)
+    return rows
+
+
+def within_agreement(counter: float, analytic: float) -> bool:
+    """Whether a counter's FLOPs are within FLOPS_AGREEMENT (5%, inclusive) of the analytic
+    count; the 1e-9 slack keeps a count of exactly 1.05x from failing on float rounding."""
+    return abs(counter - analytic) <= FLOPS_AGREEMENT * analytic * (1 + 1e-9)
+
+
+def _counter_columns(
+    runner: Any, x: np.ndarray, matmul: int, total: int, scope: str
+) -> dict[str, Any]:
+    """`scope` is what the framework's counter counts ("matmul": GEMMs and convolutions only;
+    "all": elementwise ops too); the 5% agreement is judged against the matching figure."""
+    counted, note = runner.counter_flops(runner.prepare(x))
+    if counted is None:
+        return {"note": note or "the framework reports no FLOP count"}
+    if not math.isfinite(counted) or counted <= 0:
+        return {"note": f"counter returned {counted!r}: not comparable; {note}"}
+    return {
+        "counter_flops": float(counted),
+        "ratio": counted / matmul,
+        "ratio_total": counted / total,
+        "compared_with": scope,
+        "within_5pct": within_agreement(counted, matmul if scope == "matmul" else total),
+        "note": note,
+    }
+
+
+def flops_rows(
+    framework: str,
+    archs: Sequence[str],
+    dims: Mapping[str, Mapping[str, Any]],
+    seed: int,
+    batch: int,
+    modes: Sequence[str],
+) -> list[dict[str, Any]]:
+    """One row per (arch, mode): the framework's FLOP counter vs the analytic cost.
+
+    `ratio` compares the counter with the analytic matmul FLOPs, `ratio_total` with all
+    analytic FLOPs; `within_5pct` uses the one the adapter's COUNTER_SCOPE says its counter
+    counts (`compared_with`). Where there is no comparable count,
+    those columns are None (empty in the CSV) and `note` says why.
+    """
+    _check_request(framework, modes, batch)
+    try:
+        adapter, load_error = frameworks.load(framework), ""
+    except Exception as error:
+        adapter, load_error = None, _error_text(error)
+    rows = []
+    for arch in archs:
+        spec = build_spec(arch, dict(dims.get(arch, {})))
+        analytic = cost(spec, batch)
+        weights = make_weights(spec, seed)
+        x = make_input(spec, batch, seed)
+        for mode in modes:
+            row: dict[str, Any] = dict.fromkeys(FLOPS_COLUMNS)
+            row |= {"arch": arch, "framework": framework, "mode": mode, "batch": batch}
+            row |= {"analytic_flops": analytic.matmul_flops}
+            row["analytic_total_flops"] = analytic.flops
+            try:
+                if adapter is None:
+                    raise RuntimeError(f"loading the {framework} adapter failed: {load_error}")
+                runner = adapter.build(spec, weights, mode, CHECK_DEVICE)
+                scope = adapter.COUNTER_SCOPE
+                row |= _counter_columns(runner, x, analytic.matmul_flops, analytic.flops, scope)
+            except Exception as error:
+                row["note"] = f"no count: {_error_text(error)}"
+            rows.append(row)
+    return rows
+
+
+def write_csv(
+    rows: Iterable[Mapping[str, Any]], path: str | os.PathLike, columns: Sequence[str]
+) -> None:
+    """Rows as CSV with exactly `columns` (None is written as an empty field), atomically."""
+    rows = list(rows)
+    for row in rows:
+        if set(row) != set(columns):
+            raise ValueError(f"row keys {sorted(row)} are not the columns {list(columns)}")
+
+    with atomic_open(path, newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(columns))
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def merge_csv(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> None:
+    """Concatenate CSVs with the same header into `out` (one header), atomically."""
+    if not paths:
+        raise ValueError("merge_csv needs at least one input CSV")
+    header: list[str] | None = None
+    data: list[list[str]] = []
+    for path in paths:
+        with open(path, newline="") as handle:
+            rows = list(csv.reader(handle))
+        if not rows:
+            raise ValueError(f"{path} is empty: not even a header")
+        if header is None:
+            header = rows[0]
+        elif rows[0] != header:
+            raise ValueError(f"{path} has columns {rows[0]}, expected {header}")
+        data.extend(rows[1:])
+
+    with atomic_open(out, newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(header)
+        writer.writerows(data)

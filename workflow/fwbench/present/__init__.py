@@ -1,0 +1,1 @@
+"""What a reader sees: number formats, Markdown tables, figures and the report."""

@@ -1,0 +1,77 @@
+"""Every figure by name, and drawing the ones a job asks for.
+
+The inference figures draw from stats.nc and the hardware JSON only, the training figures from
+the stacked training runs only. A failed cell or run is never drawn as a number; each figure
+names what it left out in its note.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+
+import xarray as xr
+from matplotlib.figure import Figure
+
+from fwbench.io.common import read_netcdf
+from fwbench.present.figure_data import FigureInputs
+from fwbench.present.hardware_summary import read_hardware_summary
+from fwbench.present.plots_hardware import draw_hardware
+from fwbench.present.plots_latency import draw_latency, draw_scaling, draw_speedup, draw_stability
+from fwbench.present.plots_roofline import draw_efficiency, draw_roofline
+from fwbench.present.plots_training import draw_training_curves, draw_training_time
+from fwbench.present.style import MIN_DPI, save_figure
+
+INFERENCE_FIGURES: dict[str, Callable[[FigureInputs], Figure]] = {
+    "hardware": draw_hardware,
+    "roofline": draw_roofline,
+    "latency": draw_latency,
+    "speedup": draw_speedup,
+    "efficiency": draw_efficiency,
+    "scaling": draw_scaling,
+    "stability": draw_stability,
+}
+TRAINING_FIGURES: dict[str, Callable[[xr.Dataset], Figure]] = {
+    "training_time": draw_training_time,
+    "training_curves": draw_training_curves,
+}
+
+
+def draw_requested(
+    outputs: Mapping[str, str | os.PathLike],
+    stats: str | os.PathLike | None = None,
+    hardware: str | os.PathLike | None = None,
+    train_stats: str | os.PathLike | None = None,
+    dpi: int = MIN_DPI,
+    table_batch: int | None = None,
+    cv_threshold_pct: float | None = None,
+) -> list[str]:
+    """Draw every figure named in `outputs` (name → PNG path; `<name>_svg` → SVG path) from
+    the given files, save them, and return the names drawn. An output name that is no figure,
+    or a figure whose input is not given, raises naming it."""
+    names = [name for name in outputs if not name.endswith("_svg")]
+    unknown = [n for n in names if n not in INFERENCE_FIGURES and n not in TRAINING_FIGURES]
+    unknown += [n for n in outputs if n.endswith("_svg") and n.removesuffix("_svg") not in names]
+    if unknown:
+        known = ", ".join([*INFERENCE_FIGURES, *TRAINING_FIGURES])
+        raise ValueError(f"no figure named {', '.join(unknown)}; figures: {known}")
+    inputs = None
+    if any(name in INFERENCE_FIGURES for name in names):
+        if stats is None:
+            raise ValueError(f"figures {names} need the stats file (input 'stats')")
+        inputs = FigureInputs(
+            read_netcdf(stats), read_hardware_summary(hardware), table_batch, cv_threshold_pct
+        )
+    train = None
+    if any(name in TRAINING_FIGURES for name in names):
+        if train_stats is None:
+            raise ValueError(f"figures {names} need the training runs (input 'train_stats')")
+        train = read_netcdf(train_stats)
+    for name in names:
+        figure = (
+            INFERENCE_FIGURES[name](inputs)
+            if name in INFERENCE_FIGURES
+            else TRAINING_FIGURES[name](train)
+        )
+        save_figure(figure, outputs[name], outputs.get(f"{name}_svg"), dpi)
+    return names

@@ -1,0 +1,290 @@
+"""The figures about time: latency, compile speedup, batch scaling and measurement stability.
+
+latency    median latency at the table batch per architecture and variant, with its CI
+speedup    eager ÷ compiled median per architecture and compiled variant, with its CI
+scaling    latency vs batch per architecture, compiled variants, log–log
+stability  CV per cell against the threshold, noisy cells named
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
+
+from fwbench.io.dims import EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK
+from fwbench.present.figure_data import (
+    FigureInputs,
+    cell_name,
+    failed_note,
+    listed,
+    series,
+    variants,
+)
+from fwbench.present.format import percent, short
+from fwbench.present.style import (
+    FLAG_COLOR,
+    NEUTRAL_COLOR,
+    add_note,
+    bar_style,
+    group_offsets,
+    marker_style,
+    message_axes,
+    new_figure,
+    place_legend,
+    plain_log_ticks,
+    variant_handles,
+)
+
+US = 1e6  # seconds → µs
+ERROR_BARS = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black"}}
+
+
+def _ci_yerr(median: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Asymmetric error bars; zero where the CI is unknown (fewer than two samples)."""
+    return np.nan_to_num(np.vstack([median - low, high - median]), nan=0.0).clip(min=0.0)
+
+
+def _mark_failed(ax: Axes, x: float) -> None:
+    """A red × at the foot of the slot where a failed cell's bar would be."""
+    ax.plot(
+        x,
+        0.02,
+        marker="x",
+        color=FLAG_COLOR,
+        transform=ax.get_xaxis_transform(),
+        markersize=7,
+        clip_on=False,
+    )
+
+
+def _confidence(inputs: FigureInputs) -> str:
+    return percent(inputs.stats.attrs.get("stats_confidence", math.nan))
+
+
+def draw_latency(inputs: FigureInputs) -> Figure:
+    stats, batch = inputs.stats, inputs.batch
+    at = stats.sel(batch=batch)
+    archs = [str(a) for a in stats["arch"].values]
+    present = variants(stats)
+    figure = new_figure(max(8, 1.7 * len(archs) + 2.5), 4.8)
+    ax = figure.subplots()
+    if not (at["status"] == STATUS_OK).any():
+        message_axes(ax, f"No cell at batch {batch} was measured.")
+        add_note(figure, [inputs.batch_note(), failed_note(stats, [batch])])
+        return figure
+    offsets, width = group_offsets(len(present))
+    any_failed = False
+    for i, (framework, mode) in enumerate(present):
+        median = series(at, "median_s", framework, mode) * US
+        low = series(at, "median_ci_low_s", framework, mode) * US
+        high = series(at, "median_ci_high_s", framework, mode) * US
+        status = series(at, "status", framework, mode)
+        x = np.arange(len(archs)) + offsets[i]
+        ok = (status == STATUS_OK) & np.isfinite(median)
+        yerr = _ci_yerr(median, low, high)[:, ok]
+        bars = ax.bar(
+            x[ok], median[ok], width, yerr=yerr, **ERROR_BARS, **bar_style(framework, mode)
+        )
+        ax.bar_label(bars, [short(v) for v in median[ok]], padding=3, fontsize=7, rotation=90)
+        for xi in x[status == STATUS_FAILED]:
+            _mark_failed(ax, xi)
+            any_failed = True
+    ax.set_yscale("log")
+    ax.margins(y=0.15)
+    plain_log_ticks(ax)
+    ax.set_xticks(np.arange(len(archs)), archs)
+    ax.set_ylabel("median latency per call (µs, log)")
+    ax.set_title(f"Inference latency at batch {batch}: lower is better")
+    ax.grid(True, axis="y", which="major", alpha=0.25)
+    handles = variant_handles(present, bars=True)
+    if any_failed:
+        failed = Line2D([], [], marker="x", color=FLAG_COLOR, linestyle="none", label="failed")
+        handles.append(failed)
+    place_legend(figure, handles)
+    add_note(
+        figure,
+        [
+            f"Bars: median of the warm iterations (µs, labelled); whiskers: {_confidence(inputs)} "
+            "bootstrap CI of the median.",
+            inputs.batch_note(),
+            failed_note(stats, [batch]),
+        ],
+    )
+    return figure
+
+
+def draw_speedup(inputs: FigureInputs) -> Figure:
+    stats, batch = inputs.stats, inputs.batch
+    at = stats.sel(batch=batch)
+    archs = [str(a) for a in stats["arch"].values]
+    present = variants(stats, compiled_only=True)
+    figure = new_figure(max(8, 1.5 * len(archs) + 2.5), 4.8)
+    ax = figure.subplots()
+    if not present:
+        message_axes(ax, "No compiled variant was measured.")
+        return figure
+    offsets, width = group_offsets(len(present))
+    missing, uncompiled, drawn = [], [], [1.0]
+    for i, (framework, mode) in enumerate(present):
+        speedup = series(at, "speedup_vs_eager", framework, mode)
+        low = series(at, "speedup_ci_low", framework, mode)
+        high = series(at, "speedup_ci_high", framework, mode)
+        flags, status = series(at, "flags", framework, mode), series(at, "status", framework, mode)
+        x = np.arange(len(archs)) + offsets[i]
+        ok = np.isfinite(speedup) & (status == STATUS_OK)
+        drawn += [*speedup[ok], *low[ok & np.isfinite(low)], *high[ok & np.isfinite(high)]]
+        # Bars start at 1×, so a slowdown hangs below the line.
+        yerr = _ci_yerr(speedup, low, high)[:, ok]
+        style = bar_style(framework, mode)
+        bars = ax.bar(x[ok], speedup[ok] - 1, width, bottom=1, yerr=yerr, **ERROR_BARS, **style)
+        ax.bar_label(bars, [f"{v:.2g}×" for v in speedup[ok]], padding=3, fontsize=7)
+        for a, arch in enumerate(archs):
+            if status[a] != STATUS_ABSENT and not ok[a]:
+                missing.append(cell_name(framework, mode, arch, batch))
+                _mark_failed(ax, x[a])
+            elif ok[a] and "not_compiled" in str(flags[a]):
+                uncompiled.append(cell_name(framework, mode, arch, batch))
+                ax.annotate(
+                    "†",
+                    (x[a], 1),
+                    xytext=(0, -12),
+                    textcoords="offset points",
+                    ha="center",
+                    color=FLAG_COLOR,
+                    fontweight="bold",
+                )
+    ax.axhline(1, color="black", linewidth=1)
+    ax.set_yscale("log")
+    ax.set_ylim(min(drawn) / 1.6, max(drawn) * 1.6)
+    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    ax.set_xticks(np.arange(len(archs)), archs)
+    ax.set_ylabel("speedup over eager (eager ÷ compiled median)")
+    ax.set_title(f"Compile speedup at batch {batch}: above 1× the compiled call is faster")
+    ax.grid(True, axis="y", which="major", alpha=0.25)
+    place_legend(figure, variant_handles(present, bars=True))
+    notes = [
+        f"Whiskers: {_confidence(inputs)} bootstrap CI of the ratio of medians. Warm calls only: "
+        "the compile-speedup table gives the first call's overhead and the break-even call count.",
+        inputs.batch_note(),
+    ]
+    if missing:
+        notes.append(f"No speedup (this or its eager cell failed): {listed(missing)}.")
+    if uncompiled:
+        notes.append(f"† ran uncompiled (the framework fell back to eager): {listed(uncompiled)}.")
+    add_note(figure, notes)
+    return figure
+
+
+def draw_scaling(inputs: FigureInputs) -> Figure:
+    stats = inputs.stats
+    archs = [str(a) for a in stats["arch"].values]
+    present = variants(stats, compiled_only=True) or variants(stats)
+    cols = min(len(archs), 3)
+    rows = math.ceil(len(archs) / cols)
+    figure = new_figure(4.2 * cols + 2.2, 3.4 * rows + 0.8)
+    axes = figure.subplots(rows, cols, squeeze=False, sharex=True).flatten()
+    kind = "compiled variants" if present and present[0][1] != EAGER_MODE else "all variants"
+    figure.suptitle(f"Batch scaling: median latency vs batch ({kind})")
+    batches = stats["batch"].values.astype(float)
+    for ax, arch in zip(axes, archs, strict=False):
+        at_smallest = []
+        for framework, mode in present:
+            cell = stats.sel(framework=framework, mode=mode, arch=arch)
+            median = cell["median_s"].values * US
+            ok = (cell["status"].values == STATUS_OK) & np.isfinite(median)
+            if not ok.any():
+                continue
+            low, high = cell["median_ci_low_s"].values * US, cell["median_ci_high_s"].values * US
+            # NaN where a cell failed: the line breaks there rather than bridging the gap.
+            shown = np.where(ok, median, np.nan)
+            yerr = _ci_yerr(shown, low, high)
+            style = marker_style(framework, mode)
+            ax.errorbar(batches, shown, yerr=yerr, capsize=2, ms=6, lw=1.3, **style)
+            at_smallest.append(median[0] if ok[0] else np.nan)
+        if np.isfinite(at_smallest).any():
+            anchor = float(np.nanmin(at_smallest))
+            ax.plot(batches, anchor * batches / batches[0], color=NEUTRAL_COLOR, ls=":", lw=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        plain_log_ticks(ax, "x")
+        plain_log_ticks(ax, "y")
+        ax.set_xticks(batches, [f"{b:g}" for b in batches])
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_title(arch)
+        ax.grid(True, which="major", alpha=0.25)
+    spare = list(axes[len(archs) :])
+    for ax in spare:
+        ax.set_axis_off()
+    figure.supxlabel("batch size (log)")
+    figure.supylabel("median latency per call (µs, log)")
+    linear = Line2D([], [], color=NEUTRAL_COLOR, linestyle=":", label="∝ batch (no batching gain)")
+    place_legend(figure, [*variant_handles(present), linear], spare)
+    add_note(
+        figure,
+        [
+            "Whiskers: bootstrap CI of the median. The dotted line grows in proportion to the "
+            "batch from the fastest variant at the smallest batch: below it, batching pays.",
+            failed_note(stats, None),
+        ],
+    )
+    return figure
+
+
+def draw_stability(inputs: FigureInputs) -> Figure:
+    stats, threshold = inputs.stats, inputs.threshold_pct
+    archs = [str(a) for a in stats["arch"].values]
+    batches = [int(b) for b in stats["batch"].values]
+    present = variants(stats)
+    figure = new_figure(max(8, 1.7 * len(archs) + 2.5), 4.8)
+    ax = figure.subplots()
+    offsets, slot = group_offsets(len(present))
+    # Within a variant's slot, batches sit side by side, smallest on the left.
+    spread = (np.arange(len(batches)) - (len(batches) - 1) / 2) * slot / (len(batches) + 1)
+    noisy = []
+    for i, (framework, mode) in enumerate(present):
+        cell = stats[["cv_pct", "status"]].sel(framework=framework, mode=mode)
+        cv = cell["cv_pct"].transpose("arch", "batch").values
+        ok = (cell["status"].transpose("arch", "batch").values == STATUS_OK) & np.isfinite(cv)
+        x = np.arange(len(archs))[:, None] + offsets[i] + spread[None, :]
+        ax.plot(x[ok], cv[ok], linestyle="none", ms=6, alpha=0.85, **marker_style(framework, mode))
+        above = ok & (cv > threshold)
+        ax.plot(x[above], cv[above], "o", ms=12, mfc="none", mec=FLAG_COLOR, linestyle="none")
+        for a, b in zip(*np.nonzero(above), strict=True):
+            noisy.append((cv[a, b], cell_name(framework, mode, archs[a], batches[b])))
+    ax.axhline(threshold, color=FLAG_COLOR, linestyle="--", linewidth=1.2)
+    ax.annotate(
+        f"threshold {threshold:g}%",
+        (1, threshold),
+        xycoords=("axes fraction", "data"),
+        xytext=(-4, 3),
+        textcoords="offset points",
+        ha="right",
+        fontsize=8,
+        color=FLAG_COLOR,
+    )
+    ax.set_yscale("log")
+    plain_log_ticks(ax)
+    ax.set_xticks(range(len(archs)), archs)
+    ax.set_ylabel("coefficient of variation (%, log)")
+    ax.set_title("Measurement stability: CV of the warm iterations, one point per cell")
+    ax.grid(True, axis="y", which="major", alpha=0.25)
+    place_legend(figure, variant_handles(present))
+    names = [f"{name} ({cv:.0f}%)" for cv, name in sorted(noisy, reverse=True)]
+    add_note(
+        figure,
+        [
+            f"Noisy (CV above {threshold:g}%, circled): {listed(names)}."
+            if names
+            else f"No cell is above the {threshold:g}% threshold.",
+            f"Within each variant, batches {', '.join(map(str, batches))} from left to right.",
+            failed_note(stats, None),
+        ],
+    )
+    return figure

@@ -1,0 +1,252 @@
+"""The report's sections made from stats.nc, the aggregate and the hardware file: the header,
+hardware, method, figures and winners (fwbench.present.report puts them in order).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from fwbench.io.dims import CELL_DIMS, STATUS_OK
+from fwbench.present.figure_data import FigureInputs, cell_name, cells_where, variants
+from fwbench.present.format import MISSING, fixed, latency_us, ratio, significant
+from fwbench.present.hardware_summary import HardwareSummary
+from fwbench.present.tables import markdown_table
+
+# The order and titles of the figures the report shows; a figure not listed comes last.
+FIGURE_TITLES = {
+    "hardware": "Hardware limits: GEMM peaks and STREAM bandwidth",
+    "roofline": "Roofline per batch",
+    "latency": "Latency at the table batch",
+    "speedup": "Compile speedup",
+    "efficiency": "Roofline efficiency",
+    "scaling": "Batch scaling",
+    "stability": "Measurement stability",
+    "training_time": "Training cost",
+    "training_curves": "Training curves",
+}
+
+
+def _json(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) and text else {}
+    except json.JSONDecodeError:
+        return text
+
+
+def header_section(stats: xr.Dataset, hardware: HardwareSummary | None) -> str:
+    attrs = stats.attrs
+    versions = _json(attrs.get("framework_versions", ""))
+    versions_text = ", ".join(f"{fw} {v}" for fw, v in versions.items()) if versions else MISSING
+    device = hardware.device_name if hardware else attrs.get("device", MISSING)
+    return (
+        "# fwbench report\n\n"
+        f"PyTorch vs JAX vs TensorFlow on **{device}** (host `{attrs.get('host', MISSING)}`, "
+        f"device `{attrs.get('device', MISSING)}`): {attrs.get('cells', MISSING)} cells; "
+        f"{versions_text}. Code `{attrs.get('git_commit', MISSING)}`; each cell's settings "
+        "hash is in `results/aggregate/bench.nc` (`config_hash`).\n"
+    )
+
+
+def hardware_section(hardware: HardwareSummary | None, stats: xr.Dataset) -> str:
+    text = "## Hardware\n\n"
+    if hardware is None:
+        return text + "No hardware file was given: no measured limits.\n"
+    rows = []
+    for dtype in hardware.dtypes:
+        measured = hardware.measured_flops_per_s.get(dtype)
+        theory = hardware.theoretical_flops_per_s.get(dtype)
+        if measured is None and theory is None and dtype not in hardware.skipped:
+            continue
+        by = f" ({hardware.measured_by[dtype]})" if hardware.measured_by.get(dtype) else ""
+        share = significant(measured / theory, 2) if measured and theory else MISSING
+        source = hardware.skipped.get(dtype) or hardware.theoretical_flops_source.get(dtype, "")
+        measured_text = fixed(measured, 1e-9) + by
+        rows.append([f"peak {dtype} (GFLOP/s)", measured_text, fixed(theory, 1e-9), share, source])
+    for kernel, rate in hardware.stream_Bps.items():
+        theory = hardware.theoretical_bandwidth_Bps
+        note = hardware.theoretical_bandwidth_source if kernel == "triad" else ""
+        share = significant(rate / theory, 2) if theory else MISSING
+        rows.append(
+            [f"STREAM {kernel} (GB/s)", fixed(rate, 1e-9), fixed(theory, 1e-9), share, note]
+        )
+    for dtype, ridge in hardware.measured_ridge.items():
+        theory = hardware.theoretical_ridge.get(dtype)
+        rows.append(
+            [f"ridge {dtype} (FLOP/B)", fixed(ridge, digits=2), fixed(theory, digits=2), "", ""]
+        )
+    table = markdown_table(
+        ["quantity", "measured", "theoretical", "measured ÷ theoretical", "theoretical from"], rows
+    )
+    threads = hardware.threads if hardware.threads is not None else MISSING
+    notes = "".join(f"- {note}\n" for note in hardware.notes)
+    runner = hardware.stream_runner or MISSING
+    return (
+        text
+        + f"{hardware.device_name}, {threads} thread(s), STREAM by {runner} (`{hardware.source}`)."
+        "\n\n"
+        + table
+        + f"\nRoofline used for the efficiencies: {stats.attrs.get('roofline', MISSING)}.\n"
+        + (f"\n{notes}" if notes else "")
+    )
+
+
+def _compile_rows(stats: xr.Dataset, bench: xr.Dataset | None) -> list[list[Any]]:
+    rows = []
+    for framework, mode in variants(stats):
+        cell = stats.sel(framework=framework, mode=mode)
+        ok = cell["status"].values == STATUS_OK
+        compiled = cell["compiled"].values[ok]
+        really = f"{int(np.nansum(compiled == 1))} of {int(ok.sum())} cells"
+        how, graphs, breaks, fallbacks = MISSING, MISSING, MISSING, MISSING
+        if bench is not None:
+            at = bench.sel(framework=framework, mode=mode)
+            hows = sorted({str(h) for h in at["compile_how"].values[ok] if str(h)})
+            how = "; ".join(hows) or MISSING
+            graph_values = at["graph_count"].values[ok]
+            if np.isfinite(graph_values).any():
+                low, high = int(np.nanmin(graph_values)), int(np.nanmax(graph_values))
+                graphs = str(low) if low == high else f"{low}–{high}"
+            breaks = fixed(float(np.nansum(at["graph_breaks"].values[ok])), digits=0)
+            fallbacks = fixed(float(np.nansum(at["fallbacks"].values[ok])), digits=0)
+        rows.append([framework, mode, how, really, graphs, breaks, fallbacks])
+    return rows
+
+
+def method_section(stats: xr.Dataset, bench: xr.Dataset | None, settings: Mapping[str, Any]) -> str:
+    attrs = stats.attrs
+    thread_count = _thread_counts(attrs.get("threads", ""))
+    n = stats["n"].where(stats["status"] == STATUS_OK).values
+    n = n[np.isfinite(n)]
+    repeats = (
+        MISSING
+        if n.size == 0
+        else str(int(n.min()))
+        if n.min() == n.max()
+        else f"{int(n.min())}–{int(n.max())}"
+    )
+    warmup = settings.get("warmup", MISSING)
+    versions = []
+    if "framework_version" in stats:
+        for framework in stats["framework"].values:
+            version = stats["framework_version"].sel(framework=framework).item()
+            extra = ""
+            if bench is not None and "versions" in bench:
+                detail = _json(bench["versions"].sel(framework=framework).item())
+                if isinstance(detail, dict) and detail:
+                    extra = " (" + ", ".join(f"{k} {v}" for k, v in detail.items()) + ")"
+            versions.append(f"{framework} {version}{extra}")
+    compile_table = markdown_table(
+        ["framework", "mode", "how", "ran compiled", "graphs", "graph breaks", "fallbacks"],
+        _compile_rows(stats, bench),
+    )
+    flagged = _uncompiled_cells(stats)
+    return (
+        "## Method\n\n"
+        f"- Each cell (framework × mode × architecture × batch) runs in its own process, one "
+        f"timing job at a time on the host, with {thread_count} thread(s) for every framework.\n"
+        f"- {warmup} untimed warm-up calls, then {repeats} timed calls, each synchronized "
+        "before the clock stops; the first call (tracing/compilation) is timed apart.\n"
+        f"- Statistics: median with a {fixed(attrs.get('stats_confidence', math.nan), 100, 0)}% "
+        f"percentile-bootstrap CI ({attrs.get('stats_bootstrap_resamples', MISSING)} "
+        f"resamples); CV above {attrs.get('stats_cv_threshold_pct', MISSING)}% is flagged "
+        "noisy. A winner is declared only when a two-sided Mann–Whitney U test, Holm-corrected "
+        f"across the table, gives p < {attrs.get('stats_alpha', MISSING)} against every other "
+        "variant; otherwise the result is a tie.\n"
+        f"- Versions: {'; '.join(versions) or MISSING}.\n\n"
+        "What each mode means, in the adapters' own words, and whether it really ran compiled "
+        "(the framework's own evidence: graphs traced, breaks, fallbacks"
+        + ("" if bench is not None else "; not available: the aggregate was not given")
+        + "):\n\n"
+        + compile_table
+        + (f"\nCompiled modes that ran uncompiled: {', '.join(flagged)}.\n" if flagged else "")
+    )
+
+
+def _thread_counts(text: str) -> str:
+    """The thread count from the aggregate's `threads` attribute: one settings JSON, or a JSON
+    list of them when cells differ."""
+    value = _json(text)
+    counts = set()
+    for item in value if isinstance(value, list) else [value]:
+        item = _json(item) if isinstance(item, str) else item
+        counts.add(str(item.get("threads", MISSING)) if isinstance(item, dict) else str(item))
+    return " or ".join(sorted(counts)) or MISSING
+
+
+def _uncompiled_cells(stats: xr.Dataset) -> list[str]:
+    """The cells of a compiled mode that ran uncompiled (flag `not_compiled`)."""
+    flags = stats["flags"].transpose(*CELL_DIMS).values.astype(str)
+    uncompiled = np.char.find(flags, "not_compiled") >= 0
+    return [cell_name(*cell) for cell in cells_where(stats, uncompiled)]
+
+
+def figures_section(figures: Sequence[Path], report_dir: Path) -> str:
+    if not figures:
+        return ""
+    order = list(FIGURE_TITLES)
+    ranked = sorted(
+        figures, key=lambda p: (order.index(p.stem) if p.stem in order else len(order), p.stem)
+    )
+    parts = ["## Figures\n"]
+    for figure in ranked:
+        title = FIGURE_TITLES.get(figure.stem, figure.stem)
+        link = Path(os.path.relpath(figure, report_dir)).as_posix()
+        parts.append(f"### {title}\n\n![{title}]({link})\n")
+    return "\n".join(parts)
+
+
+def winners_section(stats: xr.Dataset) -> str:
+    batch = FigureInputs(stats).batch  # the table batch, or the nearest one measured
+    rows = []
+    for arch in stats["arch"].values:
+        for scope in stats["scope"].values:
+            row = stats.sel(arch=arch, batch=batch, scope=scope)
+            fastest = row["winner_fastest_median_s"].item()
+            runner_up = row["winner_runner_up_median_s"].item()
+            verdict = row["winner_verdict"].item()
+            named = (
+                row["winner"].item() if verdict in ("winner", "only") else row["winner_tied"].item()
+            )
+            rows.append(
+                [
+                    arch,
+                    scope,
+                    verdict,
+                    named or MISSING,
+                    row["winner_fastest"].item() or MISSING,
+                    latency_us(fastest),
+                    row["winner_runner_up"].item() or MISSING,
+                    latency_us(runner_up),
+                    ratio(runner_up, fastest),
+                    significant(row["winner_p_holm"].item(), 2),
+                ]
+            )
+    return (
+        f"## Winners at batch {batch}\n\n"
+        "Among all variants and among compiled ones only. A *winner* is significantly faster "
+        "than every other variant; a *tie* names the variants that are not significantly "
+        "slower than the fastest. Every batch: the winners table below.\n\n"
+        + markdown_table(
+            [
+                "arch",
+                "among",
+                "verdict",
+                "winner / tied",
+                "fastest",
+                "median µs",
+                "runner-up",
+                "median µs",
+                "runner-up ÷ fastest",
+                "p (Holm)",
+            ],
+            rows,
+        )
+    )

@@ -1,0 +1,229 @@
+"""One training run, framework-free: the epoch loop that feeds every framework the same
+batches, the metrics, and the run's record (its file format is fwbench.io.train_file).
+
+One run = one framework × mode × model × dataset. The framework's module
+`fwbench.frameworks.<framework>.train` (a frameworks.protocols.TrainingAdapter) builds the
+`Trainer`; it is imported only inside `run`, after the job set its environment.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from fwbench.frameworks import check_framework_mode, load
+from fwbench.frameworks.protocols import Trainer, TrainingAdapter
+from fwbench.io.dims import STATUS_FAILED, STATUS_OK
+from fwbench.io.train_file import RunRecord
+from fwbench.measure import provenance
+from fwbench.measure.harness import OtherCpu, peak_rss_bytes
+from fwbench.model import resnet
+from fwbench.training import data as datasets
+from fwbench.training.config import WEIGHT_DECAY_ON, parse_settings
+
+# ---- metrics ------------------------------------------------------------------------------
+
+
+def first_epoch_overhead(epoch_time_s: np.ndarray) -> tuple[float, float]:
+    """(first epoch − median of the later ones, that median); NaN without a later epoch."""
+    times = np.asarray(epoch_time_s, dtype=float)
+    if len(times) < 2 or np.isnan(times[1:]).all():
+        return float("nan"), float("nan")
+    steady = float(np.nanmedian(times[1:]))
+    return float(times[0] - steady), steady
+
+
+def time_to_target(epoch_time_s: np.ndarray, val_accuracy: np.ndarray, target: float) -> float:
+    """Summed epoch time through the first epoch with val_accuracy ≥ target; NaN if none."""
+    reached = np.flatnonzero(np.asarray(val_accuracy) >= target)
+    if len(reached) == 0:
+        return float("nan")
+    return float(np.sum(np.asarray(epoch_time_s)[: reached[0] + 1]))
+
+
+def accuracy(logits: np.ndarray, labels: np.ndarray) -> float:
+    return float(np.mean(np.argmax(logits, axis=1) == labels))
+
+
+# ---- one run ------------------------------------------------------------------------------
+
+
+def _versions(framework: str) -> tuple[str, dict[str, str]]:
+    """(the version that names the results, every relevant version); a framework that is
+    not installed fails the run later, where load() imports it."""
+    try:
+        installed = provenance.installed_versions(framework)
+    except (KeyError, RuntimeError):
+        return "unknown", provenance.runtime()
+    return next(iter(installed.values())), installed | provenance.runtime()
+
+
+def run(
+    framework: str,
+    mode: str,
+    model: str,
+    dataset: str,
+    settings: dict[str, Any],
+    *,
+    seed: int = 0,
+    device: str = "cpu",
+    threads: dict[str, Any] | None = None,
+) -> xr.Dataset:
+    """Train `model` on `dataset` in `framework`/`mode` and return the train file's dataset.
+
+    Never raises for a failure inside the run: the result then has status 'failed' and the
+    error in its attributes. `threads` is what threads.setup_threads returned (provenance, and
+    its count goes to the framework); set it up before calling.
+    """
+    start_ns = time.time_ns()
+    epochs = settings.get("epochs", 1) if isinstance(settings.get("epochs"), int) else 1
+    record = RunRecord(epochs=max(epochs, 1))
+    framework_version, versions = _versions(framework)
+    record.attrs |= {
+        "framework": framework,
+        "framework_version": framework_version,
+        "versions": versions,
+        "mode": mode,
+        "model": model,
+        "dataset": dataset,
+        "status": STATUS_OK,
+        "device": device,
+        "host": provenance.host(),
+        "threads": threads or {},
+        "config": json.dumps(settings, sort_keys=True, default=str),
+        "config_hash": provenance.config_hash(settings),
+        "git_commit": provenance.git_commit(Path(__file__).resolve().parent),
+        "seed": seed,
+        "weight_decay_on": WEIGHT_DECAY_ON,
+        "start_ns": start_ns,
+        "start_utc": provenance.utc(start_ns),
+    }
+    record.scalars["load_before"] = os.getloadavg()[0]
+    try:
+        _train(record, framework, mode, model, dataset, settings, seed, device, threads)
+    except Exception as error:  # every failure becomes a recorded result, never a crash
+        record.attrs |= {
+            "status": STATUS_FAILED,
+            "error_type": type(error).__name__,
+            "error_message": str(error),
+            "traceback_tail": "".join(traceback.format_exc().splitlines(True)[-30:]),
+        }
+    record.scalars["peak_rss_bytes"] = peak_rss_bytes()
+    record.scalars.setdefault("peak_mem_bytes", record.scalars["peak_rss_bytes"])
+    record.scalars["load_after"] = os.getloadavg()[0]
+    end_ns = time.time_ns()
+    record.attrs |= {"end_ns": end_ns, "end_utc": provenance.utc(end_ns)}
+    return record.to_dataset()
+
+
+def _train(
+    record: RunRecord,
+    framework: str,
+    mode: str,
+    model: str,
+    dataset: str,
+    settings: dict[str, Any],
+    seed: int,
+    device: str,
+    threads: dict[str, Any] | None,
+) -> None:
+    check_framework_mode(framework, mode)
+    if device not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device {device!r}; known: cpu, cuda")
+    config = parse_settings(settings)
+    if f"{framework}/{mode}/{model}" in config.inject_failure:
+        raise RuntimeError(
+            f"injected failure for {framework}/{mode}/{model} (train.inject_failure)"
+        )
+    if model not in config.architectures:
+        raise ValueError(
+            f"unknown model {model!r}; train.architectures has {sorted(config.architectures)}"
+        )
+
+    data = datasets.load_dataset(dataset, settings, seed)
+    spec = resnet.build_resnet(config.architectures[model], *data.image_shape, data.classes)
+    weights = resnet.make_weights(spec, seed)
+    steps_per_epoch = len(data.x_train) // config.batch_size
+    orders = [
+        datasets.epoch_order(len(data.x_train), config.batch_size, epoch, seed)
+        for epoch in range(config.epochs)
+    ]
+    record.attrs |= {
+        "spec": dataclasses.asdict(spec),
+        "epochs": config.epochs,
+        "batch_size": config.batch_size,
+        "steps_per_epoch": steps_per_epoch,
+        "train_samples": len(data.x_train),
+        "val_samples": len(data.x_val),
+        "image_shape": list(data.image_shape),
+        "dataset_fingerprint": data.fingerprint(),
+        "batch_order_hash": hashlib.sha256(np.stack(orders).tobytes()).hexdigest(),
+        "lr_milestones": list(config.optimizer.schedule.milestones),
+    }
+    record.scalars["target_accuracy"] = config.target_accuracy
+
+    setup_start = time.perf_counter()
+    module: TrainingAdapter = load(framework, "train")
+    trainer: Trainer = module.build(
+        spec,
+        weights,
+        config.optimizer,
+        steps_per_epoch=steps_per_epoch,
+        mode=mode,
+        device=device,
+        threads=(threads or {}).get("threads"),
+        allow_tf32=config.allow_tf32,
+    )
+    record.scalars["setup_time_s"] = time.perf_counter() - setup_start
+    x_train = datasets.to_layout(data.x_train, module.INPUT_LAYOUT)
+    x_val = datasets.to_layout(data.x_val, module.INPUT_LAYOUT)
+
+    per_epoch = record.per_epoch
+    for epoch, order in enumerate(orders):
+        per_epoch["learning_rate"][epoch] = trainer.learning_rate()
+        with OtherCpu() as other_cpu:
+            start = time.perf_counter_ns()
+            losses = trainer.train_epoch(datasets.batches(x_train, data.y_train, order))
+            per_epoch["epoch_time_s"][epoch] = (time.perf_counter_ns() - start) * 1e-9
+        per_epoch["busy_cpu_other"][epoch] = other_cpu.cores
+        per_epoch["train_loss"][epoch] = float(np.mean(losses))
+        per_epoch["samples_per_s"][epoch] = order.size / per_epoch["epoch_time_s"][epoch]
+        start = time.perf_counter_ns()
+        per_epoch["val_accuracy"][epoch] = _evaluate(trainer, x_val, data.y_val, config.batch_size)
+        per_epoch["eval_time_s"][epoch] = (time.perf_counter_ns() - start) * 1e-9
+        trainer.end_epoch()
+
+    overhead, steady = first_epoch_overhead(per_epoch["epoch_time_s"])
+    info = trainer.compile_info()
+    peak_device = trainer.peak_device_memory_bytes()
+    record.scalars |= {
+        "first_epoch_overhead_s": overhead,
+        "steady_epoch_time_s": steady,
+        "time_to_target_s": time_to_target(
+            per_epoch["epoch_time_s"], per_epoch["val_accuracy"], config.target_accuracy
+        ),
+        "compiled": float(info.compiled),
+        "graph_count": info.graph_count,
+        "graph_breaks": info.graph_breaks,
+        "fallbacks": info.fallbacks,
+    }
+    if peak_device is not None:
+        record.scalars["peak_mem_bytes"] = peak_device
+    record.attrs |= {"compile_how": info.how, "compile_details": info.details}
+
+
+def _evaluate(trainer: Trainer, x_val: np.ndarray, y_val: np.ndarray, batch_size: int) -> float:
+    logits = [
+        trainer.predict(batch)[:valid]
+        for batch, valid in datasets.padded_batches(x_val, batch_size)
+    ]
+    return accuracy(np.concatenate(logits), y_val)

@@ -1,0 +1,83 @@
+"""Training runs together: the train files stacked into one dataset
+(results/aggregate/train.nc) and one summary row per run.
+
+The stacked dataset has the train file's variables (fwbench.io.train_file) with the dimensions
+framework, mode, one per run key (model, dataset) and epoch; `status` per run ('ok', 'failed',
+or 'absent' where a combination has no run) and `error` (the failed run's message).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from fwbench.frameworks import MODES
+from fwbench.io.dims import STATUS_ABSENT, STATUS_OK
+from fwbench.io.train_file import EPOCH_UNITS, SCALAR_UNITS, read_run
+
+VARIANT_DIMS = ("framework", "mode")
+RUN_KEYS = ("model", "dataset")
+
+
+def stack_runs(runs: Iterable[xr.Dataset], keys: tuple[str, ...] = RUN_KEYS) -> xr.Dataset:
+    """Train files (fwbench.io.train_file.read_run) as one dataset, dims framework, mode,
+    *keys, epoch (see the module docstring)."""
+    dims = (*VARIANT_DIMS, *keys)
+    expanded = []
+    for run in runs:
+        missing = [d for d in dims if d not in run.attrs]
+        if missing:
+            raise ValueError(f"a train file lacks the attributes {missing}")
+        labels = {d: [str(run.attrs[d])] for d in dims}
+        plain = run.assign(
+            status=((), str(run.attrs.get("status", STATUS_OK))),
+            error=((), str(run.attrs.get("error_message", ""))),
+        )
+        plain.attrs = {}
+        expanded.append(plain.expand_dims(labels))
+    if not expanded:
+        raise ValueError("no training runs to stack")
+    combined = xr.merge(expanded, combine_attrs="drop", join="outer", compat="no_conflicts")
+    known = [f for f in MODES if f in combined["framework"].values]
+    others = sorted(set(combined["framework"].values.tolist()) - set(known))
+    combined = combined.reindex(framework=known + others)  # the registry's framework order
+    status = combined["status"].values.astype(object)
+    absent = np.vectorize(lambda v: not isinstance(v, str), otypes=[bool])(status)
+    status[absent] = STATUS_ABSENT
+    combined["status"] = (combined["status"].dims, status)
+    return combined
+
+
+def aggregate_runs(paths: Iterable[str | os.PathLike]) -> xr.Dataset:
+    """Every train file into one dataset (dims framework, mode, model, dataset, epoch), with
+    the versions each framework's runs come from."""
+    runs = [read_run(path) for path in paths]
+    stacked = stack_runs(runs)
+    versions = {run.attrs["framework"]: run.attrs.get("framework_version", "") for run in runs}
+    stacked.attrs["framework_versions"] = json.dumps(versions, sort_keys=True)
+    stacked.attrs["host"] = ",".join(sorted({str(run.attrs.get("host", "")) for run in runs}))
+    for name, unit in (EPOCH_UNITS | SCALAR_UNITS).items():
+        if name in stacked:
+            stacked[name].attrs["units"] = unit
+    return stacked
+
+
+def summary_frame(stacked: xr.Dataset) -> pd.DataFrame:
+    """One row per run (absent combinations left out): its status and per-run scalars, the
+    final validation accuracy and the median samples/s of the steady epochs."""
+    keys = (*VARIANT_DIMS, *RUN_KEYS)
+    scalars = [name for name in SCALAR_UNITS if name in stacked]
+    frame = stacked[scalars + ["status", "error"]].to_dataframe().reset_index()
+    frame = frame[frame["status"] != STATUS_ABSENT]
+    steady = stacked["samples_per_s"].isel(epoch=slice(1, None)).median("epoch")
+    accuracy = stacked["val_accuracy"]
+    last_measured = accuracy.notnull().cumsum("epoch").argmax("epoch")  # a failed run stops early
+    final = accuracy.isel(epoch=last_measured)
+    extra = xr.Dataset({"steady_samples_per_s": steady, "final_val_accuracy": final})
+    frame = frame.merge(extra.to_dataframe().reset_index(), on=list(keys), how="left")
+    return frame[[*keys, "status", "final_val_accuracy", "steady_samples_per_s", *scalars, "error"]]
