@@ -37,8 +37,10 @@ def test_a_cell_carries_the_current_schema_version_and_both_readers_agree(tmp_pa
 @pytest.mark.parametrize("reader", [read_cell, read_cell_record])
 def test_a_cell_of_another_schema_version_is_refused_naming_file_and_versions(tmp_path, reader):
     path = _cell(tmp_path)
-    _set_version(path, cell_file.SCHEMA_VERSION + 1)
-    with pytest.raises(ValueError, match=rf"{path.name}.*schema_version 2.*reads schema_version 1"):
+    _set_version(path, 99)
+    with pytest.raises(
+        ValueError, match=rf"{path.name}.*schema_version 99.*reads schema_version 1 or 2"
+    ):
         reader(path)
 
 

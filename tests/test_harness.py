@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import subprocess
 import sys
@@ -40,6 +42,26 @@ def test_first_call_is_timed_apart_from_the_warm_iterations():
 def test_sync_is_inside_the_clock():
     timing = time_calls(lambda: None, lambda out: time.sleep(0.005), warmup=0, repeats=5)
     assert np.all(timing.latency_s >= 0.005)
+
+
+def test_the_context_is_entered_once_around_every_call_and_gc_is_off_while_timing():
+    entered, inside, gc_during = [], [], []
+
+    @contextlib.contextmanager
+    def context():
+        entered.append(True)
+        inside.append(True)
+        yield
+        inside.pop()
+
+    def call():
+        assert inside, "a call ran outside the runner's context"
+        gc_during.append(gc.isenabled())
+
+    time_calls(call, lambda out: None, warmup=2, repeats=5, context=context)
+    assert len(entered) == 1 and not inside
+    assert gc_during[0] and not any(gc_during[1:])  # first call as in real use; then GC off
+    assert gc.isenabled()
 
 
 def test_timing_lock_waits_for_another_process_holding_it(tmp_path):

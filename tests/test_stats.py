@@ -25,7 +25,7 @@ from fwbench.analysis.roofline import (
     read_hardware_limits,
     roofline,
 )
-from fwbench.analysis.significance import TIE, WINNER, Contest, decide, holm
+from fwbench.analysis.significance import TIE, WINNER, Contest, decide, holm, mann_whitney_p
 from fwbench.analysis.stats import StatsSettings, summarize, tidy
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_FAILED
@@ -137,14 +137,14 @@ def test_two_draws_from_one_distribution_are_a_tie_naming_both():
 
 
 def test_holm_correction_spans_the_whole_table():
-    # 5 vs 5 samples that do not overlap: exact two-sided p = 2 / C(10, 5) = 0.0079 < 0.01.
-    # Two such rows in one table: the smaller p is doubled to 0.0159, so neither is declared.
+    # 5 vs 5 samples that do not overlap: exact one-sided p = 1 / C(10, 5) = 0.0040 < 0.01.
+    # Three such rows in one table: the smallest p is tripled to 0.0119, so none is declared.
     samples = {"a": np.array([1.0, 1.1, 1.2, 1.3, 1.4]), "b": np.array([2.0, 2.1, 2.2, 2.3, 2.4])}
     (alone,) = decide([Contest(0, "all", samples)], alpha=0.01)
-    assert alone.verdict == WINNER and alone.p_holm == pytest.approx(2 / 252)
-    two_rows = decide([Contest(0, "all", samples), Contest(1, "all", samples)], alpha=0.01)
-    assert [v.verdict for v in two_rows] == [TIE, TIE]
-    assert two_rows[0].p_holm == pytest.approx(4 / 252)
+    assert alone.verdict == WINNER and alone.p_holm == pytest.approx(1 / 252)
+    three_rows = decide([Contest(row, "all", samples) for row in range(3)], alpha=0.01)
+    assert [v.verdict for v in three_rows] == [TIE, TIE, TIE]
+    assert three_rows[0].p_holm == pytest.approx(3 / 252)
     # The same comparison in two scopes of one (arch, batch) is one test, not two.
     scopes = decide([Contest(0, "compiled", samples), Contest(0, "all", samples)], alpha=0.01)
     assert [v.verdict for v in scopes] == [WINNER, WINNER]
@@ -350,3 +350,35 @@ def test_tables_need_a_path_each(tmp_path):
     summary = summarize(bench_of(tmp_path, [cell("torch", "eager", noisy(1e-3))]), LIMITS, SETTINGS)
     with pytest.raises(ValueError, match="winners"):
         write_tables(summary, {n: tmp_path / n for n in TABLES if n != "winners"})
+
+
+def test_a_significant_difference_below_the_minimum_effect_is_a_tie():
+    fast = 1.00e-3 * rng(1).normal(1.0, 0.005, 400)
+    slow = 1.02e-3 * rng(2).normal(1.0, 0.005, 400)  # 2% slower: significant, not practical
+    samples = {"a/fast": fast, "b/slow": slow}
+    (strict,) = decide([Contest(0, "all", samples)], alpha=0.01, min_effect_pct=5)
+    assert strict.verdict == TIE and set(strict.tied) == {"a/fast", "b/slow"}
+    assert strict.p_holm < 0.01  # the tie is for size, not for doubt
+    (any_effect,) = decide([Contest(0, "all", samples)], alpha=0.01, min_effect_pct=0)
+    assert any_effect.verdict == WINNER and any_effect.winner == "a/fast"
+
+
+def test_the_test_is_one_sided_in_the_direction_the_medians_show():
+    fast = 1.0e-3 * rng(3).normal(1.0, 0.05, 30)
+    slow = 1.04e-3 * rng(4).normal(1.0, 0.05, 30)
+    one_sided = mann_whitney_p(fast, slow, alternative="less")
+    assert one_sided == pytest.approx(mann_whitney_p(fast, slow) / 2, rel=0.05)
+    assert mann_whitney_p(slow, fast, alternative="less") > 0.5
+
+
+def test_a_flagged_cell_does_not_compete_and_is_listed_as_excluded(tmp_path):
+    cells = [
+        cell("torch", "eager", noisy(0.80e-3, seed=1)),  # fastest, but measured while contended
+        cell("torch", "compiled", noisy(1.00e-3, seed=2)),
+        cell("jax", "jit", noisy(1.20e-3, seed=3)),
+    ]
+    cells[0].attrs["contended"] = 1
+    verdicts = summarize(bench_of(tmp_path, cells), LIMITS, SETTINGS).sel(arch="mlp", batch=1)
+    assert verdicts["winner"].sel(scope="all").item() == "torch/compiled"
+    assert verdicts["winner_excluded"].sel(scope="all").item() == "torch/eager"
+    assert verdicts["winner_excluded"].sel(scope="compiled").item() == ""

@@ -139,6 +139,7 @@ def cell_request(wildcards):
         warmup=bench["warmup"],
         repeats=bench["repeats"],
         busy_threshold_cores=bench["busy_threshold_cores"],
+        pressure_threshold=bench["pressure_threshold"],
         retries=bench["retries"],
         timeout_s=bench["timeout_s"],
         inject_failure=f"{wildcards.framework}/{wildcards.mode}/{wildcards.arch}"

@@ -2,13 +2,15 @@
 
 A contest is one row of the winners table: the variants of one (arch, batch), within a scope
 (e.g. compiled variants only, or all variants). The fastest by median is compared with every
-other variant by a two-sided Mann–Whitney U test. All comparisons of the table form one family
-and are corrected together with Holm's step-down method (a comparison that two rows share,
-e.g. when the fastest of all variants is also the fastest compiled one, is counted once).
+other variant by a one-sided Mann–Whitney U test in the direction the medians show (H1: the
+fastest's iterations tend to be shorter). All comparisons of the table form one family and are
+corrected together with Holm's step-down method (a comparison that two rows share, e.g. when
+the fastest of all variants is also the fastest compiled one, is counted once).
 
-A row declares a winner only when the fastest is significantly different from every other
-variant (adjusted p < alpha), the runner-up included; otherwise it is a tie, and the tied set
-is the fastest plus every variant not significantly slower than it.
+A row declares a winner only when every other variant, the runner-up included, is both
+significantly slower (adjusted p < alpha) and slower by at least the minimum practical effect
+(its median at least `min_effect_pct` % above the fastest's); otherwise it is a tie, and the
+tied set is the fastest plus every variant that is not both.
 """
 
 from __future__ import annotations
@@ -35,13 +37,14 @@ def holm(p_values: Sequence[float]) -> np.ndarray:
     return adjusted
 
 
-def mann_whitney_p(x: np.ndarray, y: np.ndarray) -> float:
-    """Two-sided Mann–Whitney U p-value of two samples (NaNs dropped)."""
+def mann_whitney_p(x: np.ndarray, y: np.ndarray, alternative: str = "two-sided") -> float:
+    """Mann–Whitney U p-value of two samples (NaNs dropped); alternative 'less': x tends to be
+    smaller than y."""
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     x, y = x[np.isfinite(x)], y[np.isfinite(y)]
     if len(x) == 0 or len(y) == 0:
         raise ValueError(f"Mann–Whitney needs two non-empty samples, got {len(x)} and {len(y)}")
-    return float(stats.mannwhitneyu(x, y, alternative="two-sided").pvalue)
+    return float(stats.mannwhitneyu(x, y, alternative=alternative).pvalue)
 
 
 @dataclass(frozen=True)
@@ -80,10 +83,13 @@ def _by_median(samples: Mapping[str, np.ndarray]) -> list[tuple[str, np.ndarray,
     return sorted(ranked, key=lambda item: item[2])
 
 
-def decide(contests: Sequence[Contest], alpha: float) -> list[Verdict]:
+def decide(contests: Sequence[Contest], alpha: float, min_effect_pct: float = 0.0) -> list[Verdict]:
     """One verdict per contest, all comparisons corrected together (see the module text)."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
+    if not min_effect_pct >= 0:
+        raise ValueError(f"min_effect_pct must be ≥ 0, got {min_effect_pct!r}")
+    factor = 1 + min_effect_pct / 100
     ranked = [_by_median(contest.samples) for contest in contests]
     family: dict[tuple[Hashable, str, str], float] = {}
     for contest, variants in zip(contests, ranked, strict=True):
@@ -93,7 +99,7 @@ def decide(contests: Sequence[Contest], alpha: float) -> list[Verdict]:
         for label, values, _ in variants[1:]:
             key = (contest.group, fastest_label, label)
             if key not in family:
-                family[key] = mann_whitney_p(fastest_values, values)
+                family[key] = mann_whitney_p(fastest_values, values, alternative="less")
     adjusted = dict(zip(family, holm(list(family.values())), strict=True))
 
     verdicts = []
@@ -123,8 +129,9 @@ def decide(contests: Sequence[Contest], alpha: float) -> list[Verdict]:
         runner_up, runner_up_median = variants[1][0], variants[1][2]
         tied = [fastest] + [
             label
-            for label, _, _ in variants[1:]
+            for label, _, median in variants[1:]
             if adjusted[(contest.group, fastest, label)] >= alpha
+            or median < fastest_median * factor
         ]
         key = (contest.group, fastest, runner_up)
         verdicts.append(

@@ -34,6 +34,7 @@ from fwbench.io.dims import CELL_DIMS, EAGER_MODE, STATUS_ABSENT, STATUS_OK
 from fwbench.rng import seeded_rng
 
 FLAG_HIGH_CV, FLAG_CONTENDED, FLAG_NOT_COMPILED = "high_cv", "contended", "not_compiled"
+UNTRUSTED_FLAGS = (FLAG_HIGH_CV, FLAG_CONTENDED, INVALID_FAST)
 FLAG_MEANINGS = {
     FLAG_HIGH_CV: "coefficient of variation above the threshold: too noisy to trust",
     FLAG_CONTENDED: "other processes used the CPU during the timed loop",
@@ -68,7 +69,9 @@ CELL_UNITS = {
     "compiled": "1",
     "contended": "1",
     "busy_cpu_other": "cores",
+    "cpu_pressure": "1",
 }
+_FROM_CELLS = ("first_call_s", "flops", "bytes", "compiled", "contended")
 CELL_TEXT = {
     "status": "'ok' | 'failed' | 'absent' (no cell for this position)",
     "error_type": "exception class of a failed cell",
@@ -84,6 +87,7 @@ class StatsSettings:
 
     cv_threshold_pct: float = 10.0
     alpha: float = 0.01
+    min_effect_pct: float = 5.0
     confidence: float = 0.95
     bootstrap_resamples: int = 2000
     table_batch: int = 32
@@ -93,6 +97,7 @@ class StatsSettings:
         checks = {
             "cv_threshold_pct": self.cv_threshold_pct > 0,
             "alpha": 0 < self.alpha < 1,
+            "min_effect_pct": self.min_effect_pct >= 0,
             "confidence": 0 < self.confidence < 1,
             "bootstrap_resamples": self.bootstrap_resamples >= 1,
             "table_batch": self.table_batch >= 1,
@@ -165,8 +170,9 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
 
     cells: dict[str, np.ndarray] = describe(latency)
     cells["median_ci_low_s"], cells["median_ci_high_s"] = _median_cis(latency, ok, coords, settings)
-    for name in ("first_call_s", "flops", "bytes", "compiled", "contended", "busy_cpu_other"):
-        cells[name] = np.where(ok, _cell_values(bench, name), np.nan)
+    for name in (*_FROM_CELLS, "busy_cpu_other", "cpu_pressure"):
+        values = _cell_values(bench, name) if name in bench else np.full(ok.shape, np.nan)
+        cells[name] = np.where(ok, values, np.nan)
     cells["compile_overhead_s"] = cells["first_call_s"] - cells["median_s"]
     metrics = roofline(cells["flops"], cells["bytes"], cells["median_s"], limits)
     cells["arithmetic_intensity"] = metrics.arithmetic_intensity
@@ -205,7 +211,14 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     }
     if "framework_version" in bench:
         data_vars["framework_version"] = bench["framework_version"]
-    data_vars |= winner_variables(latency, ok, coords, settings.alpha)
+    # A flagged cell's timings are not trusted to decide a winner (not_compiled is a fact about
+    # the mode, not about the measurement: such a cell competes, flagged in its own table).
+    flagged = np.array(
+        [bool(set(flags.split(",")) & set(UNTRUSTED_FLAGS)) for flags in text["flags"].ravel()]
+    ).reshape(ok.shape)
+    data_vars |= winner_variables(
+        latency, ok, flagged, coords, settings.alpha, settings.min_effect_pct
+    )
 
     summary = xr.Dataset(data_vars, coords={d: bench[d].values for d in CELL_DIMS})
     summary = summary.assign_coords(scope=list(SCOPES))

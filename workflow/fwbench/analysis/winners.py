@@ -28,23 +28,35 @@ def _variant(framework: str, mode: str) -> str:
 def winner_variables(
     latency: np.ndarray,
     ok: np.ndarray,
+    flagged: np.ndarray,
     coords: tuple[list[str], list[str], list[str], list[int]],
     alpha: float,
+    min_effect_pct: float,
 ) -> dict[str, Any]:
     """The winner_* variables, dims (arch, batch, scope), from the warm iterations of the
-    cells that are `ok` (arrays in CELL_DIMS order, repeats last for `latency`)."""
+    cells that are `ok` and not `flagged` (arrays in CELL_DIMS order, repeats last for
+    `latency`); the flagged variants of each row are listed in winner_excluded."""
     frameworks, modes, archs, batches = coords
-    contests = []
+    contests, excluded = [], []
     for a, b in np.ndindex(len(archs), len(batches)):
         for scope in SCOPES:
-            samples = {
-                _variant(framework, mode): latency[f, m, a, b]
-                for f, framework in enumerate(frameworks)
+            members = [
+                (f, m)
+                for f in range(len(frameworks))
                 for m, mode in enumerate(modes)
                 if ok[f, m, a, b] and (scope == "all" or mode != EAGER_MODE)
+            ]
+            samples = {
+                _variant(frameworks[f], modes[m]): latency[f, m, a, b]
+                for f, m in members
+                if not flagged[f, m, a, b]
             }
             contests.append(Contest(group=(a, b), scope=scope, samples=samples))
-    verdicts = decide(contests, alpha)
+            left_out = [
+                _variant(frameworks[f], modes[m]) for f, m in members if flagged[f, m, a, b]
+            ]
+            excluded.append(", ".join(left_out))
+    verdicts = decide(contests, alpha, min_effect_pct)
     shape = (len(archs), len(batches), len(SCOPES))
     dims = ("arch", "batch", "scope")
     columns: dict[str, list[Any]] = {}
@@ -58,10 +70,15 @@ def winner_variables(
         array = np.array(values, dtype=float if key in UNITS else object).reshape(shape)
         attrs = {"units": UNITS[key]} if key in UNITS else {}
         out[f"winner_{key}" if not key.startswith("winner") else key] = (dims, array, attrs)
+    out["winner_excluded"] = (
+        dims,
+        np.array(excluded, dtype=object).reshape(shape),
+        {"description": "variants left out of the contest: their cells are flagged"},
+    )
     out["winner_verdict"][2]["description"] = (
-        f"'{WINNER}': fastest by median and significantly faster than every other variant "
-        f"(two-sided Mann–Whitney U, Holm-adjusted p < {alpha} across the table); 'tie': "
-        "winner_tied names the variants not significantly slower; 'only': a single variant; "
-        "'none': no variant measured"
+        f"'{WINNER}': fastest by median, and every other variant is significantly slower "
+        f"(one-sided Mann–Whitney U, Holm-adjusted p < {alpha} across the table) by at least "
+        f"{min_effect_pct}% in median; 'tie': winner_tied names the variants that are not; "
+        "'only': a single unflagged variant; 'none': no unflagged variant measured"
     )
     return out

@@ -10,6 +10,7 @@ interfaces, so it never branches on the framework's name.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -43,7 +44,15 @@ class Runner(Protocol):
         """Move/convert a neutral-layout input to the device and the framework's layout."""
 
     def __call__(self, prepared: Any) -> Any:
-        """One forward pass; may return before the device is done."""
+        """One forward pass; may return before the device is done. Enters timing_context()
+        itself: `with runner.timing_context(): runner.call_in_context(prepared)`."""
+
+    def timing_context(self) -> AbstractContextManager:
+        """The framework state a call runs in (inference mode, device scope): the harness
+        enters it once around all timed calls."""
+
+    def call_in_context(self, prepared: Any) -> Any:
+        """One forward pass, inside timing_context(): what the harness times."""
 
     def sync(self, output: Any) -> None:
         """Block until `output` is computed (CUDA sync, block_until_ready, materialize)."""

@@ -15,7 +15,11 @@ Variables (SI units in the `units` attribute):
   compiled            1      1 when the callable really ran compiled, else 0
   graph_count, graph_breaks, fallbacks   1
   load_before, load_after   1      1-minute load average at start and end
-  busy_cpu_other      1      other processes' CPU use during the timed loop, in cores
+  busy_cpu_other      cores  the larger of other_cores_probe and other_cores_during
+  other_cores_probe   cores  other processes' CPU use while the cell slept just before the loop
+  other_cores_during  cores  other processes' CPU use during the warm-up and timed calls
+  cpu_pressure        1      PSI: share of the warm-up and timed calls in which some task waited
+                             for a CPU (NaN without /proc/pressure/cpu); schema version 2
 Attributes: framework, framework_version, versions (JSON of every relevant distribution),
 mode, arch, batch, status ('ok' | 'failed'), error_type, error_message, traceback_tail,
 compile_how, counter_note, device, host, threads (JSON of every thread setting), warmup,
@@ -60,10 +64,16 @@ UNITS = {
     "load_before": "1",
     "load_after": "1",
     "busy_cpu_other": "cores",
+    "other_cores_probe": "cores",
+    "other_cores_during": "cores",
+    "cpu_pressure": "1",
 }
 SCALARS = [name for name in UNITS if name != "latency_s"]
-SCHEMA_VERSION = 1
-UNVERSIONED = 1  # cells from before the attribute existed have version 1's layout
+SCHEMA_VERSION = 2
+# Version 1 lacks the contention variables other_cores_probe, other_cores_during, cpu_pressure
+# (read as NaN); cells from before the attribute existed have version 1's layout.
+READABLE = (1, 2)
+UNVERSIONED = 1
 WHAT = "cell file"
 
 
@@ -110,7 +120,7 @@ def write_cell(cell: Cell, path: str | os.PathLike) -> None:
 def read_cell(path: str | os.PathLike) -> xr.Dataset:
     """The whole cell as a Dataset."""
     with xr.open_dataset(path, engine="h5netcdf") as ds:
-        check_schema_version(schema_version(ds.attrs, UNVERSIONED), SCHEMA_VERSION, path, WHAT)
+        check_schema_version(schema_version(ds.attrs, UNVERSIONED), READABLE, path, WHAT)
         return ds.load()
 
 
@@ -171,7 +181,7 @@ def read_cell_record(path: str | os.PathLike) -> CellRecord:
             raise ValueError(
                 f"{path} is not a cell file (missing {', '.join(missing) or 'latency_s'})"
             )
-        check_schema_version(schema_version(attrs, UNVERSIONED), SCHEMA_VERSION, path, WHAT)
+        check_schema_version(schema_version(attrs, UNVERSIONED), READABLE, path, WHAT)
         scalars = {}
         for name in SCALARS:
             values = _read_array(handle.id, name)

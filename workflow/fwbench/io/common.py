@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import xarray as xr
@@ -19,12 +19,16 @@ def schema_version(attrs: Mapping[str, Any], unversioned: int | None = None) -> 
     return value.item() if hasattr(value, "item") else value
 
 
-def check_schema_version(found: Any, expected: int, path: str | os.PathLike, what: str) -> None:
-    """Raise naming the file when it is not of the version this code reads."""
-    if isinstance(found, bool) or not isinstance(found, int) or found != expected:
+def check_schema_version(
+    found: Any, readable: int | Collection[int], path: str | os.PathLike, what: str
+) -> None:
+    """Raise naming the file when it is not of a version this code reads."""
+    versions = (readable,) if isinstance(readable, int) else tuple(readable)
+    if isinstance(found, bool) or not isinstance(found, int) or found not in versions:
+        known = " or ".join(str(version) for version in versions)
         raise ValueError(
             f"{path} is a {what} of {SCHEMA_KEY} {found!r}, but this fwbench reads "
-            f"{SCHEMA_KEY} {expected}; rerun the job that writes it"
+            f"{SCHEMA_KEY} {known}; rerun the job that writes it"
         )
 
 

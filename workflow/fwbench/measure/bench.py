@@ -23,7 +23,8 @@ from fwbench import frameworks
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_FAILED
 from fwbench.measure import provenance
-from fwbench.measure.harness import peak_rss_bytes, time_calls, timing_lock
+from fwbench.measure.contention import Thresholds
+from fwbench.measure.harness import Timing, peak_rss_bytes, time_calls, timing_lock
 from fwbench.measure.threads import setup_threads
 
 TRACEBACK_TAIL_LINES = 15
@@ -46,6 +47,7 @@ class CellRequest:
     warmup: int
     repeats: int
     busy_threshold_cores: float
+    pressure_threshold: float | None
     retries: int
     timeout_s: float
     inject_failure: bool = False
@@ -86,13 +88,22 @@ def _measure(request: CellRequest, cell: Cell) -> None:
     cell.attrs["build_s"] = time.perf_counter() - start
 
     def call() -> Any:
-        return runner(prepared)
+        return runner.call_in_context(prepared)
 
-    timing = time_calls(call, runner.sync, request.warmup, request.repeats)
+    def timed() -> Timing:
+        context = runner.timing_context
+        return time_calls(call, runner.sync, request.warmup, request.repeats, context=context)
+
+    thresholds = Thresholds(request.pressure_threshold, request.busy_threshold_cores)
+
+    def contended(timing: Timing) -> bool:
+        return thresholds.contended(timing.cpu_pressure, timing.busy_cpu_other)
+
+    timing = timed()
     attempts = 1
-    while timing.busy_cpu_other > request.busy_threshold_cores and attempts <= request.retries:
+    while contended(timing) and attempts <= request.retries:
         first_call_s = timing.first_call_s
-        timing = time_calls(call, runner.sync, request.warmup, request.repeats)
+        timing = timed()
         timing.first_call_s = first_call_s
         attempts += 1
 
@@ -111,6 +122,9 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         "load_before": timing.load_before,
         "load_after": timing.load_after,
         "busy_cpu_other": timing.busy_cpu_other,
+        "other_cores_probe": timing.other_cores_probe,
+        "other_cores_during": timing.other_cores_during,
+        "cpu_pressure": timing.cpu_pressure,
     }
     cell.attrs |= {
         "compile_how": info.how,
@@ -119,7 +133,7 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         "peak_mem_kind": "device allocator peak" if device_peak is not None else "process RSS",
         "attempts": attempts,
         "warmup_s": timing.warmup_s,
-        "contended": int(timing.busy_cpu_other > request.busy_threshold_cores),
+        "contended": int(contended(timing)),
     }
 
 

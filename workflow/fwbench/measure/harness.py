@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import math
+import gc
 import os
 import resource
 import sys
@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import psutil
+
+from fwbench.measure.contention import CpuPressure, OtherCpu
 
 
 @contextlib.contextmanager
@@ -45,42 +46,26 @@ class Timing:
     first_call_s: float
     warmup_s: float
     latency_s: np.ndarray
-    busy_cpu_other: float
+    busy_cpu_other: float  # the larger of the two other-CPU readings below
+    other_cores_probe: float  # others' CPU while this process slept before the loop
+    other_cores_during: float  # others' CPU during the warm-up and timed calls
+    cpu_pressure: float  # PSI: share of the warm-up and timed calls some task waited for CPU
     load_before: float
     load_after: float
 
 
-def _cpu_busy_seconds() -> float:
-    times = psutil.cpu_times()
-    return (
-        times.user
-        + times.nice
-        + times.system
-        + getattr(times, "irq", 0.0)
-        + getattr(times, "softirq", 0.0)
-    )
-
-
-def _own_cpu_seconds() -> float:
-    times = psutil.Process().cpu_times()
-    return times.user + times.system + times.children_user + times.children_system
-
-
-class OtherCpu:
-    """Other processes' CPU use over a window, in cores: the machine's busy time minus ours.
-    The kernel counts in 10 ms ticks: a window under MIN_WINDOW_S reads as NaN, not as noise."""
-
-    MIN_WINDOW_S = 0.1
-
-    def __enter__(self) -> OtherCpu:
-        self._machine, self._own = _cpu_busy_seconds(), _own_cpu_seconds()
-        self._start = time.perf_counter()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        elapsed = time.perf_counter() - self._start
-        other = (_cpu_busy_seconds() - self._machine) - (_own_cpu_seconds() - self._own)
-        self.cores = max(other, 0.0) / elapsed if elapsed >= self.MIN_WINDOW_S else math.nan
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """The garbage collector off for the block, as timeit does: a collection is not the
+    measured function's cost and lands on whichever iteration it happens in."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def time_calls(
@@ -89,36 +74,43 @@ def time_calls(
     warmup: int,
     repeats: int,
     quiet_probe_s: float = 0.2,
+    context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
 ) -> Timing:
     """First call (compile + run) timed alone, `warmup` untimed calls, then `repeats` calls
     each timed with perf_counter_ns around call + sync.
 
-    Contention: other processes' CPU use, in cores, during the warm and timed calls and during
-    a `quiet_probe_s` idle probe just before them (the calls alone can be too short for the
-    kernel's 10 ms accounting); the larger of the two is kept.
+    `context` (the runner's framework context: inference mode, device scope) is entered once
+    around all calls, so no timed call pays for entering it; the garbage collector is off
+    during the warm-up and timed calls. Contention (fwbench.measure.contention): CPU pressure
+    during the warm and timed calls, and other processes' CPU use during them and during a
+    `quiet_probe_s` idle probe just before them.
     """
     load_before = os.getloadavg()[0]
-    start = time.perf_counter_ns()
-    sync(call())
-    first_call_s = (time.perf_counter_ns() - start) * 1e-9
+    with context():
+        start = time.perf_counter_ns()
+        sync(call())
+        first_call_s = (time.perf_counter_ns() - start) * 1e-9
 
-    with OtherCpu() as probe:
-        time.sleep(quiet_probe_s)
-    latency_ns = np.empty(repeats, dtype=np.int64)
-    with OtherCpu() as during:
-        warmup_start = time.perf_counter()
-        for _ in range(warmup):
-            sync(call())
-        warmup_s = time.perf_counter() - warmup_start
-        for i in range(repeats):
-            start = time.perf_counter_ns()
-            sync(call())
-            latency_ns[i] = time.perf_counter_ns() - start
+        with OtherCpu() as probe:
+            time.sleep(quiet_probe_s)
+        latency_ns = np.empty(repeats, dtype=np.int64)
+        with _no_gc(), OtherCpu() as during, CpuPressure() as pressure:
+            warmup_start = time.perf_counter()
+            for _ in range(warmup):
+                sync(call())
+            warmup_s = time.perf_counter() - warmup_start
+            for i in range(repeats):
+                start = time.perf_counter_ns()
+                sync(call())
+                latency_ns[i] = time.perf_counter_ns() - start
     return Timing(
         first_call_s=first_call_s,
         warmup_s=warmup_s,
         latency_s=latency_ns * 1e-9,
         busy_cpu_other=float(np.nanmax([probe.cores, during.cores])),
+        other_cores_probe=probe.cores,
+        other_cores_during=during.cores,
+        cpu_pressure=pressure.share,
         load_before=load_before,
         load_after=os.getloadavg()[0],
     )

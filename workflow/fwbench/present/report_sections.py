@@ -157,16 +157,47 @@ def method_section(stats: xr.Dataset, bench: xr.Dataset | None, settings: Mappin
         f"- Statistics: median with a {fixed(attrs.get('stats_confidence', math.nan), 100, 0)}% "
         f"percentile-bootstrap CI ({attrs.get('stats_bootstrap_resamples', MISSING)} "
         f"resamples); CV above {attrs.get('stats_cv_threshold_pct', MISSING)}% is flagged "
-        "noisy. A winner is declared only when a two-sided Mann–Whitney U test, Holm-corrected "
-        f"across the table, gives p < {attrs.get('stats_alpha', MISSING)} against every other "
-        "variant; otherwise the result is a tie.\n"
-        f"- Versions: {'; '.join(versions) or MISSING}.\n\n"
+        "noisy. A winner is declared only when every other variant is slower both "
+        "significantly (one-sided Mann–Whitney U, Holm-corrected across the table, "
+        f"p < {attrs.get('stats_alpha', MISSING)}) and by at least "
+        f"{attrs.get('stats_min_effect_pct', MISSING)}% in median; otherwise the result is a "
+        "tie. Flagged cells do not compete.\n"
+        "- The garbage collector is off during warm-up and timed calls (as in timeit) and the "
+        "framework's context (torch inference mode, TensorFlow device scope) is entered once "
+        "around them, not inside each timed call.\n"
+        + _quality_line(stats, settings)
+        + f"- Versions: {'; '.join(versions) or MISSING}.\n\n"
         "What each mode means, in the adapters' own words, and whether it really ran compiled "
         "(the framework's own evidence: graphs traced, breaks, fallbacks"
         + ("" if bench is not None else "; not available: the aggregate was not given")
         + "):\n\n"
         + compile_table
         + (f"\nCompiled modes that ran uncompiled: {', '.join(flagged)}.\n" if flagged else "")
+    )
+
+
+def _quality_line(stats: xr.Dataset, settings: Mapping[str, Any]) -> str:
+    """How steady the measurements were: the sweep's median CV, per variant, and how many
+    cells the contention detector flagged, with its thresholds."""
+    ok = stats["status"] == STATUS_OK
+    cv = stats["cv_pct"].where(ok)
+    measured = int(ok.sum())
+    if not measured:
+        return ""
+    per_variant = cv.median(dim=["arch", "batch"], skipna=True)
+    parts = [
+        f"{framework}/{mode} {fixed(per_variant.sel(framework=framework, mode=mode).item())}%"
+        for framework, mode in variants(stats)
+    ]
+    contended = int((stats["contended"].where(ok) == 1).sum())
+    pressure = settings.get("pressure_threshold")
+    rule = f"other processes above {settings.get('busy_threshold_cores', MISSING)} cores"
+    if pressure is not None:
+        rule += f", or CPU pressure above {pressure} of the timed loop"
+    return (
+        f"- Measurement quality: median CV {fixed(float(cv.median(skipna=True)))}% over "
+        f"{measured} measured cells ({', '.join(parts)}); {contended} cell(s) contended "
+        f"({rule}).\n"
     )
 
 

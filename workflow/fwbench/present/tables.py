@@ -202,6 +202,7 @@ def winners_table(summary: xr.Dataset) -> str:
                         fixed(row["winner_runner_up_median_s"].item(), 1e6),
                         fixed(row["winner_p_holm"].item(), digits=4),
                         row["winner_tied"].item(),
+                        row["winner_excluded"].item() if "winner_excluded" in row else "",
                     ]
                 )
     header = [
@@ -216,14 +217,18 @@ def winners_table(summary: xr.Dataset) -> str:
         "median µs",
         "p (Holm)",
         "tied set",
+        "excluded (flagged)",
     ]
     alpha = summary.attrs.get("stats_alpha", math.nan)
+    effect = summary.attrs.get("stats_min_effect_pct", math.nan)
     return (
         "# Winners\n\n"
-        "Fastest by median; a winner only when a two-sided Mann–Whitney U test finds it "
-        f"different from every other variant at Holm-adjusted p < {alpha} (all the table's "
-        "comparisons corrected together). Otherwise a tie among the variants not significantly "
-        "slower. Failed cells do not compete (failed.md).\n\n" + markdown_table(header, rows)
+        "Fastest by median; a winner only when every other variant is slower both "
+        f"significantly (one-sided Mann–Whitney U, Holm-adjusted p < {alpha}, all the table's "
+        f"comparisons corrected together) and by at least {effect}% in median. Otherwise a tie "
+        "among the variants that are not. Failed cells do not compete (failed.md); flagged "
+        "cells (noisy, contended, faster than the roofline) do not either and are listed in "
+        "the last column (flagged.md).\n\n" + markdown_table(header, rows)
     )
 
 

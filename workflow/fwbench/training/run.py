@@ -25,7 +25,8 @@ from fwbench.frameworks.protocols import Trainer, TrainingAdapter
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
 from fwbench.io.train_file import RunRecord
 from fwbench.measure import provenance
-from fwbench.measure.harness import OtherCpu, peak_rss_bytes
+from fwbench.measure.contention import OtherCpu
+from fwbench.measure.harness import peak_rss_bytes
 from fwbench.model import resnet
 from fwbench.training import data as datasets
 from fwbench.training.config import WEIGHT_DECAY_ON, parse_settings

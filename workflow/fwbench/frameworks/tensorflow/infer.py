@@ -122,8 +122,14 @@ class TensorFlowRunner:
         return prepared
 
     def __call__(self, prepared: tf.Tensor) -> tf.Tensor:
-        with tf.device(self._device_name):
-            return self._call(prepared)
+        with self.timing_context():
+            return self.call_in_context(prepared)
+
+    def timing_context(self) -> Any:
+        return tf.device(self._device_name)
+
+    def call_in_context(self, prepared: tf.Tensor) -> tf.Tensor:
+        return self._call(prepared)
 
     def sync(self, output: tf.Tensor) -> None:
         # .numpy() copies the whole tensor to the host, which waits for every op producing it;

@@ -101,8 +101,14 @@ class TorchRunner:
         return prepared
 
     def __call__(self, prepared: torch.Tensor) -> torch.Tensor:
-        with torch.inference_mode():
-            return self._forward(prepared)
+        with self.timing_context():
+            return self.call_in_context(prepared)
+
+    def timing_context(self) -> torch.inference_mode:
+        return torch.inference_mode()
+
+    def call_in_context(self, prepared: torch.Tensor) -> torch.Tensor:
+        return self._forward(prepared)
 
     def sync(self, output: torch.Tensor) -> None:
         if self.device.type == "cuda":
