@@ -51,3 +51,28 @@ def test_the_log_is_truncated_and_holds_the_traceback_when_the_job_raises(tmp_pa
     assert "earlier run" not in log.read_text()
     assert "RuntimeError: the job failed here" in log.read_text()
     assert "the job failed here" in result.stderr  # and Snakemake's own output shows it
+
+
+def test_c_stdio_output_still_buffered_at_the_end_lands_in_the_log(tmp_path):
+    log = tmp_path / "job.log"
+    _run(f"""
+        import ctypes
+        from fwbench.io.joblog import job_log
+        with job_log({str(log)!r}):
+            ctypes.CDLL(None).printf(b"from C printf, still in stdio's buffer\\n")
+    """)
+    assert "from C printf" in log.read_text()
+
+
+def test_logging_handlers_set_before_the_block_work_again_after_it(tmp_path):
+    log, own = tmp_path / "job.log", tmp_path / "own.log"
+    _run(f"""
+        import logging
+        from fwbench.io.joblog import job_log
+        logging.basicConfig(filename={str(own)!r}, level=logging.INFO)
+        with job_log({str(log)!r}):
+            logging.info("inside")
+        logging.info("after")
+    """)
+    assert "inside" in log.read_text() and "after" not in log.read_text()
+    assert "after" in own.read_text() and "inside" not in own.read_text()

@@ -219,6 +219,14 @@ onstart:
     # to do so, re-runs job selection 1 s after every scheduling round; every finished job adds
     # one more such perpetual chain. Measured on a 2-core machine: 58 timer threads at job 60
     # of the default sweep and the main process busy 0.3 cores throughout, on the cores every
-    # cell was timing. A local run has no submission rate to protect: the limiter goes.
-    if workflow.local_exec and getattr(workflow, "scheduler", None) is not None:
+    # cell was timing. A local run has no submission rate to protect: the default limiter
+    # goes (a limit the user set on the command line stays).
+    limiter = getattr(
+        getattr(workflow, "scheduler", None), "job_rate_limiter", None
+    )
+    if (
+        workflow.local_exec
+        and limiter
+        and (limiter.max_jobs, limiter.timespan) == (100, 1)
+    ):
         workflow.scheduler.job_rate_limiter = None

@@ -3,9 +3,11 @@
 A contest is one row of the winners table: the variants of one (arch, batch), within a scope
 (e.g. compiled variants only, or all variants). The fastest by median is compared with every
 other variant by a one-sided Mann–Whitney U test in the direction the medians show (H1: the
-fastest's iterations tend to be shorter). All comparisons of the table form one family and are
-corrected together with Holm's step-down method (a comparison that two rows share, e.g. when
-the fastest of all variants is also the fastest compiled one, is counted once).
+fastest's iterations tend to be shorter). That direction was read off the same data, so the
+one-sided p is doubled (capped at 1): a false winner stays as rare as alpha says. All
+comparisons of the table form one family and are corrected together with Holm's step-down
+method (a comparison that two rows share, e.g. when the fastest of all variants is also the
+fastest compiled one, is counted once).
 
 A row declares a winner only when every other variant, the runner-up included, is both
 significantly slower (adjusted p < alpha) and slower by at least the minimum practical effect
@@ -99,7 +101,8 @@ def decide(contests: Sequence[Contest], alpha: float, min_effect_pct: float = 0.
         for label, values, _ in variants[1:]:
             key = (contest.group, fastest_label, label)
             if key not in family:
-                family[key] = mann_whitney_p(fastest_values, values, alternative="less")
+                one_sided = mann_whitney_p(fastest_values, values, alternative="less")
+                family[key] = min(1.0, 2 * one_sided)
     adjusted = dict(zip(family, holm(list(family.values())), strict=True))
 
     verdicts = []

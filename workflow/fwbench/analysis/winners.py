@@ -77,7 +77,8 @@ def winner_variables(
     )
     out["winner_verdict"][2]["description"] = (
         f"'{WINNER}': fastest by median, and every other variant is significantly slower "
-        f"(one-sided Mann–Whitney U, Holm-adjusted p < {alpha} across the table) by at least "
+        f"(one-sided Mann–Whitney U in the medians' direction, p doubled for that chosen "
+        f"direction, Holm-adjusted p < {alpha} across the table) by at least "
         f"{min_effect_pct}% in median; 'tie': winner_tied names the variants that are not; "
         "'only': a single unflagged variant; 'none': no unflagged variant measured"
     )

@@ -7,6 +7,7 @@ logging, oneDNN verbose output, a crash message) lands in the log with Python's 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import logging
 import os
 import sys
@@ -15,6 +16,15 @@ from collections.abc import Iterator
 from typing import TextIO
 
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def flush_all() -> None:
+    """Python's streams and C's stdio buffers (C++ code printing through printf/iostream is
+    fully buffered when fd 1 is a file): everything written so far reaches the log."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).fflush(None)
 
 
 @contextlib.contextmanager
@@ -29,6 +39,8 @@ def job_log(path: str | os.PathLike) -> Iterator[TextIO]:
     saved = os.dup(1), os.dup(2)
     root = logging.getLogger()
     saved_logging = root.handlers[:], root.level
+    for handler in saved_logging[0]:
+        root.removeHandler(handler)  # set aside, not closed: they are put back after
     # O_APPEND: the handle and the descriptors write at the end whoever writes last.
     with (
         open(path, "a", buffering=1) as log,
@@ -39,21 +51,26 @@ def job_log(path: str | os.PathLike) -> Iterator[TextIO]:
         os.dup2(log.fileno(), 2)
         # Python's streams go to the handle as well: they need not be file descriptors 1
         # and 2 (a test runner's capture, say).
-        logging.basicConfig(stream=log, level=logging.INFO, format=FORMAT, force=True)
+        ours = logging.StreamHandler(log)
+        ours.setFormatter(logging.Formatter(FORMAT))
+        root.addHandler(ours)
+        root.setLevel(logging.INFO)
         try:
             yield log
+        except SystemExit as error:
+            if error.code not in (None, 0):
+                traceback.print_exc()
+            raise
         except BaseException:
             traceback.print_exc()  # into the log too: the log is where a user looks first
             raise
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
+            flush_all()
             os.dup2(saved[0], 1)
             os.dup2(saved[1], 2)
             for fd in saved:
                 os.close(fd)
-            for handler in root.handlers[:]:
-                root.removeHandler(handler)
+            root.removeHandler(ours)
             for handler in saved_logging[0]:
                 root.addHandler(handler)
             root.setLevel(saved_logging[1])

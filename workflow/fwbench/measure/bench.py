@@ -22,6 +22,7 @@ import numpy as np
 from fwbench import frameworks
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_FAILED
+from fwbench.io.joblog import flush_all
 from fwbench.measure import provenance
 from fwbench.measure.contention import Thresholds
 from fwbench.measure.harness import Timing, peak_rss_bytes, time_calls, timing_lock
@@ -182,6 +183,7 @@ class _Watchdog:
         self._cell.attrs |= _failure_attrs(error) | {"end_ns": time.time_ns()}
         write_cell(self._cell, self._output)
         print(f"fwbench: {error}", file=sys.stderr, flush=True)
+        flush_all()  # os._exit skips every buffer's flush
         shutil.rmtree(self._scratch, ignore_errors=True)
         os._exit(0)
 

@@ -158,7 +158,8 @@ def method_section(stats: xr.Dataset, bench: xr.Dataset | None, settings: Mappin
         f"percentile-bootstrap CI ({attrs.get('stats_bootstrap_resamples', MISSING)} "
         f"resamples); CV above {attrs.get('stats_cv_threshold_pct', MISSING)}% is flagged "
         "noisy. A winner is declared only when every other variant is slower both "
-        "significantly (one-sided Mann–Whitney U, Holm-corrected across the table, "
+        "significantly (one-sided Mann–Whitney U in the medians' direction, p doubled, "
+        "Holm-corrected across the table, "
         f"p < {attrs.get('stats_alpha', MISSING)}) and by at least "
         f"{attrs.get('stats_min_effect_pct', MISSING)}% in median; otherwise the result is a "
         "tie. Flagged cells do not compete.\n"
@@ -262,9 +263,11 @@ def winners_section(stats: xr.Dataset) -> str:
             )
     return (
         f"## Winners at batch {batch}\n\n"
-        "Among all variants and among compiled ones only. A *winner* is significantly faster "
-        "than every other variant; a *tie* names the variants that are not significantly "
-        "slower than the fastest. Every batch: the winners table below.\n\n"
+        "Among all variants and among compiled ones only, flagged cells left out. A *winner* "
+        "is faster than every other unflagged variant both significantly and by at least "
+        f"{stats.attrs.get('stats_min_effect_pct', MISSING)}% in median; a *tie* names the "
+        "variants for which either is not so. Every batch, and which cells were left out: "
+        "the winners table below.\n\n"
         + markdown_table(
             [
                 "arch",

@@ -77,7 +77,14 @@ def latency_table(summary: xr.Dataset, batch: int) -> str:
                 row.append(fixed(medians[i], 1e6))
         verdict = at_batch["winner_verdict"].sel(arch=arch, scope="all").item()
         tied = at_batch["winner_tied"].sel(arch=arch, scope="all").item()
-        row.append(WINNER if verdict == WINNER else f"{verdict}: {tied}" if tied else verdict)
+        winner = at_batch["winner"].sel(arch=arch, scope="all").item()
+        row.append(
+            f"{WINNER}: {winner}"
+            if verdict == WINNER
+            else f"{verdict}: {tied}"
+            if tied
+            else verdict
+        )
         rows.append(row)
     header = (
         ["arch"]
@@ -85,8 +92,9 @@ def latency_table(summary: xr.Dataset, batch: int) -> str:
         + ["verdict"]
     )
     note = (
-        "Fastest median per row in **bold**; verdict: whether it is significantly the fastest "
-        f"(winner) or ties with others (winners.md). {FAILED_MARK}: the cell failed "
+        "Fastest median per row in **bold** (flagged cells included: flagged.md); verdict: the "
+        "winner among unflagged cells, or the tie (winners.md). "
+        f"{FAILED_MARK}: the cell failed "
         f"(failed.md); {MISSING}: no measurement.\n\n"
     )
     return title + note + markdown_table(header, rows)
@@ -224,7 +232,8 @@ def winners_table(summary: xr.Dataset) -> str:
     return (
         "# Winners\n\n"
         "Fastest by median; a winner only when every other variant is slower both "
-        f"significantly (one-sided Mann–Whitney U, Holm-adjusted p < {alpha}, all the table's "
+        f"significantly (one-sided Mann–Whitney U in the medians' direction, its p doubled "
+        f"because that direction was read off the data; Holm-adjusted p < {alpha}, all the table's "
         f"comparisons corrected together) and by at least {effect}% in median. Otherwise a tie "
         "among the variants that are not. Failed cells do not compete (failed.md); flagged "
         "cells (noisy, contended, faster than the roofline) do not either and are listed in "
