@@ -171,8 +171,7 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     cells: dict[str, np.ndarray] = describe(latency)
     cells["median_ci_low_s"], cells["median_ci_high_s"] = _median_cis(latency, ok, coords, settings)
     for name in (*_FROM_CELLS, "busy_cpu_other", "cpu_pressure"):
-        values = _cell_values(bench, name) if name in bench else np.full(ok.shape, np.nan)
-        cells[name] = np.where(ok, values, np.nan)
+        cells[name] = np.where(ok, _cell_values(bench, name), np.nan)
     cells["compile_overhead_s"] = cells["first_call_s"] - cells["median_s"]
     metrics = roofline(cells["flops"], cells["bytes"], cells["median_s"], limits)
     cells["arithmetic_intensity"] = metrics.arithmetic_intensity

@@ -46,7 +46,13 @@ import xarray as xr
 from h5py import h5a, h5d, h5s, h5t
 
 from fwbench.io.atomic import write_netcdf
-from fwbench.io.common import SCHEMA_KEY, attr_value, check_schema_version, schema_version
+from fwbench.io.common import (
+    COMPILE_AND_LOAD_UNITS,
+    SCHEMA_KEY,
+    attr_value,
+    check_schema_version,
+    schema_version,
+)
 from fwbench.io.dims import STATUS_OK
 
 UNITS = {
@@ -57,12 +63,7 @@ UNITS = {
     "activation_bytes": "B",
     "counter_flops": "FLOP",
     "peak_mem_bytes": "B",
-    "compiled": "1",
-    "graph_count": "1",
-    "graph_breaks": "1",
-    "fallbacks": "1",
-    "load_before": "1",
-    "load_after": "1",
+    **COMPILE_AND_LOAD_UNITS,
     "busy_cpu_other": "cores",
     "other_cores_probe": "cores",
     "other_cores_during": "cores",

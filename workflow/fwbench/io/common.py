@@ -10,6 +10,15 @@ from typing import Any
 import xarray as xr
 
 SCHEMA_KEY = "schema_version"
+# What cell and train files both record about compilation and machine load, with units.
+COMPILE_AND_LOAD_UNITS = {
+    "compiled": "1",
+    "graph_count": "1",
+    "graph_breaks": "1",
+    "fallbacks": "1",
+    "load_before": "1",
+    "load_after": "1",
+}
 
 
 def schema_version(attrs: Mapping[str, Any], unversioned: int | None = None) -> Any:

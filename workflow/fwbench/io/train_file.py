@@ -43,7 +43,13 @@ import numpy as np
 import xarray as xr
 
 from fwbench.io.atomic import write_netcdf
-from fwbench.io.common import SCHEMA_KEY, attr_value, check_schema_version, schema_version
+from fwbench.io.common import (
+    COMPILE_AND_LOAD_UNITS,
+    SCHEMA_KEY,
+    attr_value,
+    check_schema_version,
+    schema_version,
+)
 
 EPOCH_UNITS = {
     "epoch_time_s": "s",
@@ -62,12 +68,7 @@ SCALAR_UNITS = {
     "setup_time_s": "s",
     "peak_mem_bytes": "B",
     "peak_rss_bytes": "B",
-    "compiled": "1",
-    "graph_count": "1",
-    "graph_breaks": "1",
-    "fallbacks": "1",
-    "load_before": "1",
-    "load_after": "1",
+    **COMPILE_AND_LOAD_UNITS,
 }
 SCHEMA_VERSION = 1
 UNVERSIONED = 1  # train files from before the attribute existed have version 1's layout

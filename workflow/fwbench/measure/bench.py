@@ -6,6 +6,7 @@ framework is imported, so `run_cell` does it first and imports the adapter after
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import sys
@@ -88,8 +89,7 @@ def _measure(request: CellRequest, cell: Cell) -> None:
     prepared = runner.prepare(weights.make_input(spec, request.batch, request.seed))
     cell.attrs["build_s"] = time.perf_counter() - start
 
-    def call() -> Any:
-        return runner.call_in_context(prepared)
+    call = functools.partial(runner.call_in_context, prepared)
 
     def timed() -> Timing:
         context = runner.timing_context
