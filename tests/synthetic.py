@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from fwbench.analysis.aggregate import aggregate_cells
-from fwbench.analysis.roofline import HardwareLimits
+from fwbench.analysis.roofline import read_hardware_limits
 from fwbench.analysis.stats import StatsSettings, summarize, write_outputs
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_FAILED
@@ -31,6 +31,14 @@ ARCHS = {"mlp": {"input": 64, "hidden": [32], "classes": 10}, "lstm": {"input": 
 BATCHES = (1, 8, 32)
 REPEATS = 12
 PEAK_FLOPS, TRIAD_BPS = 4.0e11, 2.9e10
+# The working-set sweep's plateaus: (capacity in bytes, bandwidth, fastest kernel) per level;
+# DRAM's roof is the STREAM triad's (two measurements of one figure).
+MEMORY_LEVELS = {
+    "L1": (65536, 5.0e11, "triad"),
+    "L2": (2097152, 2.3e11, "read"),
+    "L3": (33554432, 1.9e11, "read"),
+    "DRAM": (None, TRIAD_BPS, "triad"),
+}
 FAILED = ("jax", "jit", "lstm", 8)
 NOISY = ("tensorflow", "eager", "mlp", 1)
 TOO_FAST = ("torch", "compiled", "mlp", 32)
@@ -41,13 +49,24 @@ def hardware_document() -> dict:
     """A hardware JSON with the keys fwbench.hardware.characterize writes (trimmed)."""
     kernels = {"copy": 3.1e10, "scale": 3.0e10, "add": 2.95e10, "triad": TRIAD_BPS}
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "host": "testhost",
         "device": "cpu",
         "identity": {"cpu": {"model": "Test CPU 9000"}, "gpu": None},
         "bandwidth": {
             "runner": "torch",
             "kernels": {k: {"best_bandwidth_Bps": v} for k, v in kernels.items()},
+        },
+        "memory": {
+            "runner": "native",
+            "levels": {
+                name: {
+                    "capacity_bytes": capacity,
+                    "bandwidth_Bps": bandwidth,
+                    "roof_kernel": kernel,
+                }
+                for name, (capacity, bandwidth, kernel) in MEMORY_LEVELS.items()
+            },
         },
         "compute": {
             "gemm_n": 512,
@@ -92,7 +111,12 @@ def hardware_document() -> dict:
 def _latency(framework: str, mode: str, arch: str, batch: int, rng) -> np.ndarray:
     """Latencies a few times the roofline lower bound, varied per variant."""
     analytic = cost(build_spec(arch, ARCHS[arch]), batch)
-    lower = max(analytic.flops / PEAK_FLOPS, analytic.bytes / TRIAD_BPS)
+    level_Bps = next(
+        bandwidth
+        for capacity, bandwidth, _ in MEMORY_LEVELS.values()
+        if capacity is None or analytic.working_set_bytes <= capacity
+    )
+    lower = max(analytic.flops / PEAK_FLOPS, analytic.bytes / level_Bps)  # the cache-aware bound
     slowness = {"eager": 40.0, "compiled": 12.0, "jit": 15.0, "xla": 25.0}[mode]
     slowness *= {"torch": 1.0, "jax": 1.4, "tensorflow": 2.2}[framework]
     if (framework, mode, arch, batch) == TOO_FAST:
@@ -121,6 +145,7 @@ def _cell(framework: str, mode: str, arch: str, batch: int, rng) -> Cell:
     cell.scalars = {
         "flops": analytic.flops,
         "bytes": analytic.bytes,
+        "working_set_bytes": analytic.working_set_bytes,
         "first_call_s": 2.0 if mode != "eager" else 0.01,
         "compiled": float(compiled),
         "graph_count": float(compiled),
@@ -181,7 +206,7 @@ def synthetic_results(root: Path) -> SyntheticResults:
     hardware_path = root / "hardware" / "testhost-cpu.json"
     hardware_path.parent.mkdir(parents=True)
     hardware_path.write_text(json.dumps(hardware_document()))
-    limits = HardwareLimits(PEAK_FLOPS, TRIAD_BPS, source=str(hardware_path))
+    limits = read_hardware_limits(hardware_path)  # the memory levels included
     summary = summarize(bench, limits, StatsSettings(bootstrap_resamples=200, table_batch=32))
     out = root / "summary"
     # Named as the stats rule names them: the latency table carries its batch.

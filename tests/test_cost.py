@@ -27,6 +27,7 @@ def test_mlp_4_3_2_at_batch_2_matches_the_hand_count():
     assert c.bytes == 92 + 4 * (2 * 4 + 2 * 2)  # + input + output = 140
     assert c.activation_bytes == 2 * 4 * (2 * 3 + 2 * 3)  # dense0 and ReLU, written + read
     assert c.arithmetic_intensity == pytest.approx(88 / 140)
+    assert c.working_set_bytes == 140 + 4 * (2 * 3 + 2 * 3)  # + dense0 and ReLU outputs live
 
 
 def test_cnn_one_block_matches_the_hand_count():
@@ -42,6 +43,7 @@ def test_cnn_one_block_matches_the_hand_count():
     assert c.weight_bytes == 4 * (9 * 2 + 2 + 8 * 3 + 3)
     assert c.bytes == c.weight_bytes + 4 * (16 + 3)
     assert c.activation_bytes == 2 * 4 * (32 + 32 + 8)  # conv, ReLU, pool
+    assert c.working_set_bytes == c.bytes + 4 * (32 + 32)  # conv and ReLU outputs live at once
 
 
 def test_lstm_counts_both_matmuls_per_step_and_eighteen_flops_of_gate_math_per_unit():
@@ -92,6 +94,39 @@ def test_flops_are_linear_in_batch_and_weight_bytes_do_not_depend_on_it(arch):
     assert five.weight_bytes == one.weight_bytes
     io_bytes = one.bytes - one.weight_bytes
     assert five.bytes == one.weight_bytes + 5 * io_bytes
+
+
+def test_the_mlp_working_set_is_weights_io_and_the_largest_pair_of_consecutive_outputs():
+    spec = build_spec("mlp", {"input": 4, "hidden": [5, 3], "classes": 2})
+    c = cost(spec, batch=2)
+    weights = (4 * 5 + 5) + (5 * 3 + 3) + (3 * 2 + 2)  # 51
+    io = 2 * 4 + 2 * 2  # input + output
+    # op outputs in order: dense0, ReLU, dense1, ReLU, dense2 (the head)
+    outputs = [2 * 5, 2 * 5, 2 * 3, 2 * 3, 2 * 2]
+    live = max(a + b for a, b in zip(outputs, outputs[1:], strict=False))  # dense0 + ReLU = 20
+    assert c.working_set_bytes == 4 * (weights + io + live) == 332
+    assert cost(spec, batch=2, dtype="bfloat16").working_set_bytes == 332 // 2
+
+
+def test_the_working_set_is_the_largest_pair_not_the_sum_of_all_activations():
+    spec = build_spec("mlp", {"input": 4, "hidden": [8, 8, 8, 8], "classes": 2})
+    c = cost(spec, batch=1)
+    assert c.working_set_bytes == c.bytes + 4 * (8 + 8)
+    assert c.working_set_bytes < c.bytes + c.activation_bytes // 2
+
+
+@pytest.mark.parametrize("arch", ARCHITECTURES)
+def test_the_working_set_holds_weights_input_and_output_and_its_activations_scale_with_batch(
+    arch,
+):
+    spec = build_spec(arch, SMALL_DIMS[arch])
+    one, five = cost(spec, batch=1), cost(spec, batch=5)
+    assert one.working_set_bytes > one.bytes  # weights + input + output, and live activations
+    assert five.working_set_bytes > one.working_set_bytes
+    # every op's output is linear in batch, the weights are not
+    assert five.working_set_bytes - five.weight_bytes == 5 * (
+        one.working_set_bytes - one.weight_bytes
+    )
 
 
 def test_a_wider_hidden_layer_changes_the_cost_by_its_own_terms():

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -14,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fwbench.hardware import characterize, identity, stream, theory, workers
+from fwbench.hardware import characterize, identity, levels, stream, theory, workers
 
 from conftest import REPO
 
@@ -23,7 +24,14 @@ PEAKS = REPO / "resources" / "peaks.yaml"
 TINY_SETTINGS = {
     "stream_llc_multiple": 0.05,
     "stream_trials": 2,
-    "gemm_n": 64,
+    "sweep_min_bytes": 16384,
+    "sweep_llc_multiple": 0.5,
+    "sweep_points_per_octave": 1,
+    "sweep_point_s": 0.002,
+    "sweep_trials": 1,
+    "gemm_min_n": 32,
+    "gemm_max_n": 64,
+    "gemm_tolerance": 0.02,
     "gemm_trials": 2,
     "dtypes": ["float32", "bfloat16"],
 }
@@ -187,7 +195,90 @@ def test_ridge_is_peak_over_bandwidth():
 
 def test_gemm_rate_is_two_n_cubed_over_the_best_time():
     summary = workers.gemm_summary(100, [0.5, 0.25, 0.3])
-    assert summary == {"flops": 2_000_000, "best_s": 0.25, "flops_per_s": 8_000_000.0}
+    assert summary == {"n": 100, "flops": 2_000_000, "best_s": 0.25, "flops_per_s": 8_000_000.0}
+
+
+class _FakeGemm:
+    """A GEMM callable without a framework: `rates` FLOP/s per size; records every call."""
+
+    def __init__(self, rates: dict[int, float], fails_for: str | None = None):
+        self.rates, self.fails_for, self.calls = rates, fails_for, []
+
+    def __call__(self, n: int, trials: int, dtype: str) -> dict:
+        self.calls.append((n, dtype))
+        if dtype == self.fails_for:
+            raise TypeError(f"no {dtype} matmul here")
+        return {"times_s": [2 * n**3 / self.rates[n]] * trials, "call": f"fake({dtype})"}
+
+
+def test_gemm_sizes_are_powers_of_two_and_the_one_and_a_half_points_between():
+    powers_and_halves = [256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192]
+    assert workers.gemm_sizes(256, 8192) == powers_and_halves
+    assert workers.gemm_sizes(32, 100) == [32, 48, 64, 96]
+    assert workers.gemm_sizes(64, 64) == [64]
+
+
+@pytest.mark.parametrize(("low", "high"), [(8, 64), (128, 64)])
+def test_gemm_sizes_refuse_bad_bounds(low, high):
+    with pytest.raises(ValueError, match=f"got {low}, {high}"):
+        workers.gemm_sizes(low, high)
+
+
+def test_the_gemm_sweep_stops_once_the_rate_stops_rising_and_keeps_the_best():
+    sizes = workers.gemm_sizes(32, 8192)
+    rising = {32: 1e9, 48: 2e9, 64: 4e9, 96: 8e9}
+    # then flat: within the 2 % tolerance, the first of them a hair faster than 96's
+    rates = rising | {n: 8.1e9 if n == 128 else 7.9e9 for n in sizes if n not in rising}
+    gemm = _FakeGemm(rates)
+    result = workers.sweep_one_dtype(gemm, sizes, trials=2, dtype="float32", tolerance=0.02)
+    visited = sizes[: len(rising) + workers.GEMM_PATIENCE]
+    assert [n for n, _ in gemm.calls] == visited
+    assert [entry["n"] for entry in result["sizes"]] == visited
+    assert result["stopped_at_n"] == visited[-1]
+    assert result["best_n"] == 128
+    assert result["flops_per_s"] == pytest.approx(8.1e9)
+    assert result["call"] == "fake(float32)"
+    assert all(len(entry["times_s"]) == 2 for entry in result["sizes"])
+
+
+def test_large_gemm_sizes_get_fewer_trials_within_the_time_budget_but_at_least_two():
+    sizes = [512, 1024, 2048, 4096]
+    # 1e11 FLOP/s everywhere: 512 takes 2.7 ms a call, 4096 takes 1.37 s
+    gemm = _FakeGemm(dict.fromkeys(sizes, 1e11))
+    result = workers.sweep_one_dtype(gemm, sizes, trials=5, dtype="float32", tolerance=-1.0)
+    trials = {entry["n"]: len(entry["times_s"]) for entry in result["sizes"]}
+    assert workers.GEMM_SIZE_BUDGET_S == 1.0  # the counts below are written for 1 s
+    # 2048 takes 0.17 s a call (5 fit in 1 s); 4096 takes 1.37 s (none fit: the floor of 2)
+    assert trials == {512: 5, 1024: 5, 2048: 5, 4096: 2}
+
+
+def test_a_rise_beyond_the_tolerance_restarts_the_gemm_sweeps_patience():
+    sizes = [32, 48, 64, 96, 128, 192]
+    # 48 is flat, 64 rises by 50 %: the sweep goes on past 64's flat successors
+    rates = {32: 1e9, 48: 1.01e9, 64: 1.5e9, 96: 1.5e9, 128: 1.5e9, 192: 9e9}
+    gemm = _FakeGemm(rates)
+    result = workers.sweep_one_dtype(gemm, sizes, trials=1, dtype="float32", tolerance=0.02)
+    assert workers.GEMM_PATIENCE == 2  # the rates above are written for a patience of 2
+    assert [n for n, _ in gemm.calls] == [32, 48, 64, 96, 128]
+    assert result["best_n"] == 64
+
+
+def test_a_gemm_sweep_that_never_flattens_runs_every_size():
+    sizes = [32, 48, 64, 96]
+    gemm = _FakeGemm({n: n * 1e8 for n in sizes})
+    result = workers.sweep_one_dtype(gemm, sizes, trials=1, dtype="float32", tolerance=0.02)
+    assert result["stopped_at_n"] == 96 and result["best_n"] == 96
+    assert len(result["sizes"]) == 4
+
+
+def test_a_dtype_that_fails_is_recorded_and_the_others_still_run():
+    gemm = _FakeGemm({32: 1e9, 48: 0.9e9, 64: 0.8e9}, fails_for="bfloat16")
+    result = workers.gemm_sweep(
+        gemm, min_n=32, max_n=64, trials=1, dtypes=["bfloat16", "float32"], tolerance=0.02
+    )
+    assert result["bfloat16"] == {"error": "TypeError: no bfloat16 matmul here"}
+    assert result["float32"]["flops_per_s"] == pytest.approx(1e9)
+    assert result["float32"]["best_n"] == 32
 
 
 def _fake_cpuinfo(vendor: str, family: int, flags: list[str]) -> dict:
@@ -228,6 +319,94 @@ def test_theoretical_peak_is_flop_per_cycle_times_cores_times_clock(
         expected = None if flop is None else flop * 4 * 2e9
         assert peaks["flops_per_s"][dtype] == expected
     assert any("FMA units" in assumption for assumption in peaks["assumptions"])
+
+
+ISA_CASES = [
+    ("GenuineIntel", 6, ["avx", "avx2", "fma", "avx512f", "amx_tile", "amx_bf16", "amx_fp16"]),
+    ("GenuineIntel", 6, ["avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_fp16"]),
+    ("GenuineIntel", 6, ["avx", "avx2", "fma"]),
+    ("AuthenticAMD", 25, ["avx", "avx2", "fma", "avx512f", "avx512_bf16"]),
+    ("AuthenticAMD", 23, ["avx", "avx2", "fma"]),
+    ("GenuineIntel", 6, ["avx"]),
+]
+
+
+@pytest.mark.parametrize(("vendor", "family", "flags"), ISA_CASES)
+def test_every_derived_flop_per_cycle_figure_names_its_source(tmp_path, vendor, family, flags):
+    cpu = identity.cpu_identity(_fake_cpuinfo(vendor, family, flags), root=tmp_path)
+    model = theory.isa_flop_per_cycle(cpu["isa"], cpu["vendor"], cpu.get("family"))
+    derived = {dtype for dtype, flop in model["flop_per_cycle"].items() if flop is not None}
+    assert {"float32", "float64"} <= derived
+    assert set(model["sources"]) == derived
+    for dtype in derived:
+        assert model["sources"][dtype].strip(), dtype
+
+
+def test_amx_sets_bf16_to_1024_flop_per_cycle_citing_intel(tmp_path):
+    flags = ["avx", "avx2", "fma", "avx512f", "amx_tile", "amx_bf16"]
+    cpu = identity.cpu_identity(_fake_cpuinfo("GenuineIntel", 6, flags), root=tmp_path)
+    model = theory.isa_flop_per_cycle(cpu["isa"], cpu["vendor"], cpu.get("family"))
+    assert model["flop_per_cycle"]["bfloat16"] == 1024
+    assert model["sources"]["bfloat16"] == theory.AMX_SOURCE
+    assert "AMX" in model["sources"]["bfloat16"] and "1024" in model["sources"]["bfloat16"]
+
+
+def test_avx512_bf16_without_amx_cites_vdpbf16ps(tmp_path):
+    flags = ["avx", "avx2", "fma", "avx512f", "avx512_bf16"]
+    cpu = identity.cpu_identity(_fake_cpuinfo("GenuineIntel", 6, flags), root=tmp_path)
+    model = theory.isa_flop_per_cycle(cpu["isa"], cpu["vendor"], cpu.get("family"))
+    assert model["flop_per_cycle"]["bfloat16"] == 2 * 4 * 16
+    assert "VDPBF16PS" in model["sources"]["bfloat16"]
+
+
+def test_a_measured_clock_replaces_the_identity_clock_in_the_peaks(tmp_path):
+    cpu = identity.cpu_identity(_fake_cpuinfo("GenuineIntel", 6, ["avx2", "fma"]), root=tmp_path)
+    measured = {"clock_hz": 3.0e9, "method": "dependent adds (test)"}
+    peaks = theory.theoretical_cpu_peaks(cpu, cores=4, measured_clock=measured)
+    assert peaks["clock_hz"] == 3.0e9
+    assert peaks["identity_clock_hz"] == 2e9
+    assert peaks["clock_source"] == "measured: dependent adds (test)"
+    assert peaks["flops_per_s"]["float32"] == 32 * 4 * 3.0e9
+
+    without = theory.theoretical_cpu_peaks(cpu, cores=4)
+    assert without["clock_hz"] == 2e9
+    assert without["clock_source"].startswith("identity")
+    assert without["flops_per_s"]["float32"] == 32 * 4 * 2e9
+
+
+def test_a_failed_clock_measurement_falls_back_to_the_identity_clock(tmp_path):
+    cpu = identity.cpu_identity(_fake_cpuinfo("GenuineIntel", 6, ["avx2", "fma"]), root=tmp_path)
+    failed = {"clock_hz": None, "problem": "no dependent-add chain for this ISA"}
+    peaks = theory.theoretical_cpu_peaks(cpu, cores=1, measured_clock=failed)
+    assert peaks["clock_hz"] == 2e9 and peaks["clock_source"].startswith("identity")
+
+
+def test_the_theoretical_peak_source_states_flop_per_cycle_cores_and_clock(tmp_path):
+    cpu = identity.cpu_identity(_fake_cpuinfo("GenuineIntel", 6, ["avx2", "fma"]), root=tmp_path)
+    measured = {"clock_hz": 3.0e9, "method": "test"}
+    peaks = theory.theoretical_peaks("cpu", cpu, None, 4, [], measured)
+    assert peaks["flops_per_s"]["float32"] == 32 * 4 * 3.0e9
+    source = peaks["flops_source"]["float32"]
+    assert "32 FLOP/cycle/core × 4 cores × 3.000 GHz" in source
+    assert theory.INTEL_OPTIMIZATION_MANUAL in source
+    assert peaks["flops_source"]["bfloat16"] == "not derivable"
+
+
+def test_ridges_are_given_per_memory_level_with_a_bandwidth():
+    compute = {"dtypes": {"float32": {"best_flops_per_s": 4e11}}}
+    theory_doc = {"bandwidth_Bps": None, "flops_per_s": {"float32": None}}
+    memory_levels = {
+        "L1": {"bandwidth_Bps": 4e12},
+        "L2": {"bandwidth_Bps": 1e12},
+        "DRAM": {"bandwidth_Bps": None, "problem": "no sweep point"},
+    }
+    ridge = theory.ridges(["float32"], compute, 2e10, theory_doc, memory_levels)
+    per_dtype = ridge["per_dtype"]["float32"]
+    assert per_dtype["measured_flop_per_byte"] == pytest.approx(20.0)
+    assert per_dtype["measured_flop_per_byte_per_level"] == {
+        "L1": pytest.approx(0.1),
+        "L2": pytest.approx(0.4),
+    }
 
 
 def test_no_theoretical_peak_is_invented_for_an_isa_without_a_model(tmp_path):
@@ -353,7 +532,9 @@ def test_the_script_waits_for_the_lock_and_writes_a_json_with_every_field(tmp_pa
 
     result = json.loads(output.read_text())
     assert [p.name for p in output.parent.iterdir()] == ["host-cpu.json"]  # no temp left
-    assert {"identity", "bandwidth", "compute", "theoretical", "ridge", "provenance"} <= set(result)
+    assert {"identity", "bandwidth", "memory", "clock", "compute", "theoretical"} <= set(result)
+    assert {"ridge", "provenance"} <= set(result)
+    assert result["schema_version"] == 2
     assert result["provenance"]["lock_wait_s"] >= 0.9
     assert result["provenance"]["threads"]["threads"] == 1
 
@@ -380,8 +561,58 @@ def test_the_script_waits_for_the_lock_and_writes_a_json_with_every_field(tmp_pa
         assert rates[entry["best_framework"]] == entry["best_flops_per_s"]
         ridge = result["ridge"]["per_dtype"][dtype]["measured_flop_per_byte"]
         assert ridge == pytest.approx(entry["best_flops_per_s"] / triad["best_bandwidth_Bps"])
+        assert entry["best_n"] in workers.gemm_sizes(32, 64)
+        for framework, measured in entry["per_framework"].items():
+            visited = [size["n"] for size in measured["sizes"]]
+            assert visited == workers.gemm_sizes(32, 64)[: len(visited)], framework
+            assert measured["best_n"] in visited
+
+    compute = result["compute"]
+    assert compute["gemm_sweep"] == {"min_n": 32, "max_n": 64, "trials": 2, "tolerance": 0.02}
+    assert compute["dtypes"]["float32"]["best_n"] in (32, 48, 64)
+    _check_memory_and_clock(result, cpu)
 
     settings = result["provenance"]["framework_settings"]
     assert settings["torch"]["num_threads"] == 1
     assert settings["tensorflow"]["intra_op_threads"] == 1
     assert "lock acquired" in log.read_text()
+
+
+def _check_memory_and_clock(result: dict, cpu: dict) -> None:
+    """The working-set sweep and the clock of the end-to-end run (threads = 1)."""
+    memory, clock = result["memory"], result["clock"]
+    if shutil.which(os.environ.get("CC", "cc")) is None:  # no C kernels: said, not invented
+        assert memory["error"] and clock["clock_hz"] is None and clock["problem"]
+        return
+    assert memory["runner"] == "native" and memory["capacity_rule"] == levels.CAPACITY_RULE
+    assert memory["capacities_bytes"] == levels.cpu_level_capacities(cpu["caches"], 1)
+    assert memory["threads_used"] == 1 and "-fopenmp" in memory["compiler"]["command"]
+    largest = TINY_SETTINGS["sweep_llc_multiple"] * max(memory["capacities_bytes"].values())
+    sizes = levels.sweep_sizes(TINY_SETTINGS["sweep_min_bytes"], largest, 1)
+    assert len(memory["curve"]) == len(sizes) * len(levels.SWEEP_KERNELS)
+    assert all(point["bandwidth_Bps"] > 0 for point in memory["curve"])
+    measured = {n: v for n, v in memory["levels"].items() if v["bandwidth_Bps"]}
+    assert measured, memory["levels"]
+    for name, level in memory["levels"].items():
+        if level["bandwidth_Bps"] is None:
+            assert level["problem"], name
+            continue
+        roof = level["kernels"][level["roof_kernel"]]["bandwidth_Bps"]
+        assert (
+            level["bandwidth_Bps"]
+            == roof
+            == max(k["bandwidth_Bps"] for k in level["kernels"].values())
+        )
+    # the sweep stops at half the last level: DRAM's plateau (from 4 × it) is not reached
+    assert "no sweep point" in memory["levels"]["DRAM"]["problem"]
+    assert "dram_triad_over_stream" not in memory
+
+    assert 0.5e9 < clock["clock_hz"] < 7e9 and len(clock["per_thread_hz"]) == 1
+    theoretical = result["theoretical"]
+    if theoretical["flops_per_s"]["float32"] is not None:
+        assert theoretical["isa_model"]["clock_hz"] == clock["clock_hz"]
+        assert theoretical["isa_model"]["clock_source"].startswith("measured")
+        assert f"{clock['clock_hz'] / 1e9:.3f} GHz" in theoretical["flops_source"]["float32"]
+    ridge = result["ridge"]["per_dtype"]["float32"]["measured_flop_per_byte_per_level"]
+    best = result["compute"]["dtypes"]["float32"]["best_flops_per_s"]
+    assert ridge == {n: pytest.approx(best / v["bandwidth_Bps"]) for n, v in measured.items()}

@@ -25,6 +25,7 @@ from synthetic import (
     ARCHS,
     BATCHES,
     FAILED,
+    MEMORY_LEVELS,
     MODES,
     NOISY,
     PEAK_FLOPS,
@@ -103,18 +104,32 @@ def test_figures_leave_no_temporary_files(rendered):
     assert not [p.name for p in directory.iterdir() if p.name.startswith(".")]
 
 
-def test_the_roofline_axes_are_log_log_with_the_measured_roof_and_ridge(stats, results):
+def test_the_roofline_draws_every_memory_level_the_peaks_and_the_ridge(stats, results):
     figure = draw_roofline(FigureInputs(stats, read_hardware_summary(results.hardware)))
     panels = [ax for ax in figure.axes if ax.get_visible() and ax.axison]
     assert len(panels) == len(BATCHES)
     for ax in panels:
         assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
-        roof = ax.lines[0]  # min(peak, bandwidth × intensity) in GFLOP/s
-        x, y = roof.get_data()
-        assert y.max() == pytest.approx(PEAK_FLOPS / 1e9)
-        assert y[0] == pytest.approx(TRIAD_BPS * x[0] / 1e9)
-    ridge_labels = [t.get_text() for t in panels[0].texts if t.get_text().startswith("ridge")]
-    assert ridge_labels == [f"ridge {PEAK_FLOPS / TRIAD_BPS:.3g} FLOP/B"]
+        # one roof per level, smallest first: min(peak, bandwidth × intensity) in GFLOP/s
+        for roof, (_, bandwidth, _) in zip(ax.lines, MEMORY_LEVELS.values(), strict=False):
+            x, y = roof.get_data()
+            assert y.max() == pytest.approx(PEAK_FLOPS / 1e9)
+            assert y[0] == pytest.approx(bandwidth * x[0] / 1e9)
+        labels = [t.get_text() for t in ax.texts]
+        for name, (_, bandwidth, _) in MEMORY_LEVELS.items():
+            assert f"{name} {bandwidth / 1e9:.0f} GB/s" in labels
+        assert "bf16 2200 GFLOP/s" in labels  # the hardware file's bf16 GEMM peak
+    ridge_labels = [t.get_text() for t in panels[0].texts if "ridge" in t.get_text()]
+    assert ridge_labels == [f"DRAM ridge {PEAK_FLOPS / TRIAD_BPS:.3g} FLOP/B"]
+
+
+def test_each_roofline_column_names_the_memory_level_its_working_set_fits_in(stats):
+    figure = draw_roofline(FigureInputs(stats))
+    labels = {t.get_text() for ax in figure.axes for t in ax.texts}
+    for arch in ARCHS:
+        for batch in BATCHES:
+            level = stats["memory_level"].sel(arch=arch, batch=batch).values.ravel()
+            assert f"{arch} · {sorted(set(level) - {''})[0]}" in labels
 
 
 def test_the_roofline_plots_one_point_per_measured_cell(stats):

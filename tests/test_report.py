@@ -15,7 +15,14 @@ from fwbench.io.cell_file import Cell, write_cell
 from fwbench.present.report import ReportInputs, render_report, write_report
 
 from conftest import REPO
-from synthetic import FAILED, PEAK_FLOPS, UNCOMPILED, synthetic_results, training_runs
+from synthetic import (
+    FAILED,
+    MEMORY_LEVELS,
+    PEAK_FLOPS,
+    UNCOMPILED,
+    synthetic_results,
+    training_runs,
+)
 
 EQUIVALENCE = """arch,framework,mode,max_abs_err,max_rel_err,tolerance,pass,error
 mlp,torch,eager,1.1e-07,2.4e-07,0.0001,True,
@@ -92,6 +99,23 @@ def test_the_hardware_table_shows_the_measured_peak_and_its_framework(report):
     cells = row(section(report, "Hardware"), "peak float32 (GFLOP/s)")
     assert cells[1] == f"{PEAK_FLOPS / 1e9:,.1f} (torch)"
     assert cells[3] == f"{PEAK_FLOPS / 6.4e11:.2g}"  # measured ÷ theoretical
+
+
+def test_the_hardware_table_lists_each_memory_levels_bandwidth(report):
+    for name, (_, bandwidth, kernel) in MEMORY_LEVELS.items():
+        assert f"| {name} bandwidth (GB/s) | {bandwidth / 1e9:.1f} |" in report
+        assert kernel in report
+
+
+def test_the_efficiency_table_names_each_cells_memory_level_and_its_dram_efficiency(results):
+    table = (results.root / "summary" / "tables" / "efficiency.md").read_text()
+    header = next(line for line in table.splitlines() if line.startswith("| arch"))
+    assert "| level |" in header and "| DRAM-roof efficiency |" in header
+    assert "| L1 |" in table  # the small synthetic models fit in L1 at batch 1
+
+
+def test_the_method_says_how_the_roof_of_each_cell_was_chosen(report):
+    assert "smallest memory level the cell's working set" in report
 
 
 def test_a_failed_cell_appears_in_the_failed_section_with_its_message(report):

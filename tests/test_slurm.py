@@ -233,10 +233,12 @@ def structure(path: Path):
 
 
 def keys_of(value):
+    """The shape of a JSON value; a list by the distinct shapes of its items, not its length
+    (the hardware file's GEMM sweep visits as many sizes as the rates take to level off)."""
     if isinstance(value, dict):
         return {key: keys_of(item) for key, item in value.items()}
     if isinstance(value, list):
-        return [keys_of(item) for item in value]
+        return sorted({json.dumps(keys_of(item), sort_keys=True) for item in value})
     return type(value).__name__
 
 

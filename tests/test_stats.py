@@ -20,6 +20,9 @@ from fwbench.analysis.estimators import (
 )
 from fwbench.analysis.roofline import (
     HardwareLimits,
+    MemoryLevel,
+    levels_from_json,
+    levels_to_json,
     limits_from_document,
     no_hardware_limits,
     read_hardware_limits,
@@ -157,12 +160,65 @@ def test_holm_correction_spans_the_whole_table():
 def test_roofline_on_a_hand_example():
     limits = HardwareLimits(peak_flops_per_s=100.0, bandwidth_Bps=10.0, source="hand")
     metrics = roofline(
-        np.array([1000.0, 100.0]), np.array([10.0, 100.0]), np.array([20.0, 20.0]), limits
+        np.array([1000.0, 100.0]),
+        np.array([10.0, 100.0]),
+        np.array([50.0, 500.0]),
+        np.array([20.0, 20.0]),
+        limits,
     )
     np.testing.assert_allclose(metrics.lower_bound_s, [10.0, 10.0])  # compute / memory bound
     np.testing.assert_allclose(metrics.efficiency, [0.5, 0.5])
+    np.testing.assert_allclose(metrics.dram_efficiency, [0.5, 0.5])  # no hierarchy: DRAM alone
     np.testing.assert_allclose(metrics.arithmetic_intensity, [100.0, 1.0])
     assert metrics.bound.tolist() == ["compute", "memory"]
+    assert metrics.memory_level.tolist() == ["DRAM", "DRAM"]
+
+
+HIERARCHY = (
+    MemoryLevel("L1", 100.0, 1000.0, "triad"),
+    MemoryLevel("L2", 1000.0, 100.0, "read"),
+    MemoryLevel("DRAM", math.inf, 10.0, "triad"),
+)
+
+
+def test_the_cache_aware_roof_is_the_smallest_level_the_working_set_fits_in():
+    limits = HardwareLimits(1e6, 10.0, source="hand", levels=HIERARCHY)
+    # 100 B moved, 1 FLOP (memory-bound everywhere); working sets at each level's edge and past
+    metrics = roofline(
+        np.full(5, 1.0),
+        np.full(5, 100.0),
+        np.array([100.0, 101.0, 1000.0, 1001.0, np.nan]),
+        np.full(5, 1.0),
+        limits,
+    )
+    assert metrics.memory_level.tolist() == ["L1", "L2", "L2", "DRAM", ""]
+    np.testing.assert_allclose(metrics.lower_bound_s[:4], [0.1, 1.0, 1.0, 10.0])
+    np.testing.assert_allclose(metrics.dram_lower_bound_s, np.full(5, 10.0))
+    # a cell at 2 s against DRAM's 10 s bound: 5× "too fast" for DRAM, fine for L1
+    assert metrics.dram_efficiency[0] == pytest.approx(10.0)
+    assert metrics.efficiency[0] == pytest.approx(0.1) and not metrics.invalid_fast[0]
+    assert metrics.invalid_fast[3] and np.isnan(metrics.efficiency[4])
+    assert not metrics.invalid_fast[4]
+
+
+def test_memory_levels_are_read_from_the_sweep_and_dram_is_the_faster_of_sweep_and_stream():
+    memory = {
+        "levels": {
+            "L1": {"capacity_bytes": 65536, "bandwidth_Bps": 5e11, "roof_kernel": "triad"},
+            "L2": {"capacity_bytes": 2**21, "bandwidth_Bps": None, "problem": "no point"},
+            "DRAM": {"capacity_bytes": None, "bandwidth_Bps": 2.5e10, "roof_kernel": "read"},
+        }
+    }
+    limits = limits_from_document(HARDWARE | {"memory": memory}, "hw.json")
+    assert [(lv.name, lv.bandwidth_Bps, lv.kernel) for lv in limits.levels] == [
+        ("L1", 5e11, "triad"),
+        ("DRAM", 2.9e10, "STREAM triad"),  # STREAM's 29 GB/s beats the sweep's 25
+    ]
+    assert "L2: no point" in limits.levels_note
+    assert levels_from_json(levels_to_json(limits.levels)) == limits.levels
+    older = limits_from_document(HARDWARE, "hw.json")  # schema 1: no sweep
+    assert [lv.name for lv in older.levels] == ["DRAM"]
+    assert "DRAM only: no working-set sweep" in older.levels_note
 
 
 def test_hardware_limits_use_measured_fp32_peak_and_triad(tmp_path):
@@ -193,7 +249,13 @@ def test_a_missing_limit_is_nan_with_the_reason_and_a_bad_one_raises():
 def cell(framework, mode, latency_s, arch="mlp", batch=1, **scalars) -> Cell:
     c = Cell(framework, mode, arch, batch, repeats=len(latency_s))
     c.latency_s = np.asarray(latency_s)
-    c.scalars = {"first_call_s": 1.0, "flops": 1e3, "bytes": 1e3, "compiled": 1.0} | scalars
+    c.scalars = {
+        "first_call_s": 1.0,
+        "flops": 1e3,
+        "bytes": 1e3,
+        "working_set_bytes": 2e3,
+        "compiled": 1.0,
+    } | scalars
     c.attrs = {"framework_version": "1.0", "host": "h", "device": "cpu", "contended": 0}
     return c
 
@@ -344,7 +406,7 @@ def test_the_rule_script_writes_every_output(tmp_path):
     assert "unsupported op While" in outputs["failed"].read_text()
     assert "torch/compiled" in outputs["winners"].read_text()
     assert "2.00 [" in outputs["compile_speedup"].read_text()  # ≈ 1 ms / 0.5 ms
-    assert "GB/s (triad)" in outputs["efficiency"].read_text()
+    assert "GB/s (STREAM triad)" in outputs["efficiency"].read_text()
 
 
 def test_tables_need_a_path_each(tmp_path):

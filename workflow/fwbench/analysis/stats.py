@@ -26,7 +26,7 @@ import pandas as pd
 import xarray as xr
 
 from fwbench.analysis.estimators import describe, median_ci
-from fwbench.analysis.roofline import INVALID_FAST, HardwareLimits, roofline
+from fwbench.analysis.roofline import INVALID_FAST, HardwareLimits, levels_to_json, roofline
 from fwbench.analysis.speedups import compile_speedups
 from fwbench.analysis.winners import SCOPES, winner_variables
 from fwbench.io.atomic import write_netcdf, write_text
@@ -38,7 +38,9 @@ UNTRUSTED_FLAGS = (FLAG_HIGH_CV, FLAG_CONTENDED, INVALID_FAST)
 FLAG_MEANINGS = {
     FLAG_HIGH_CV: "coefficient of variation above the threshold: too noisy to trust",
     FLAG_CONTENDED: "other processes used the CPU during the timed loop",
-    INVALID_FAST: "faster than the roofline lower bound: a missing sync or a wrong cost model",
+    INVALID_FAST: (
+        "faster than the cache-aware roofline lower bound: a missing sync or a wrong cost model"
+    ),
     FLAG_NOT_COMPILED: "a compiled mode that the framework ran uncompiled (a silent fallback)",
 }
 
@@ -58,10 +60,13 @@ CELL_UNITS = {
     "compile_overhead_s": "s",
     "flops": "FLOP",
     "bytes": "B",
+    "working_set_bytes": "B",
     "arithmetic_intensity": "FLOP/B",
     "achieved_flops_per_s": "FLOP/s",
     "lower_bound_s": "s",
     "efficiency": "1",
+    "dram_lower_bound_s": "s",
+    "dram_efficiency": "1",
     "speedup_vs_eager": "1",
     "speedup_ci_low": "1",
     "speedup_ci_high": "1",
@@ -71,12 +76,14 @@ CELL_UNITS = {
     "busy_cpu_other": "cores",
     "cpu_pressure": "1",
 }
-_FROM_CELLS = ("first_call_s", "flops", "bytes", "compiled", "contended")
+_FROM_CELLS = ("first_call_s", "flops", "bytes", "working_set_bytes", "compiled", "contended")
 CELL_TEXT = {
     "status": "'ok' | 'failed' | 'absent' (no cell for this position)",
     "error_type": "exception class of a failed cell",
     "error": "why the cell failed",
-    "bound": "'compute' or 'memory': which roof sets the lower bound",
+    "bound": "'compute' or 'memory': which roof sets the cache-aware lower bound",
+    "memory_level": "the memory level whose bandwidth bounds the cell: the smallest its working"
+    " set fits in ('' where the working set or the levels are unknown)",
     "flags": "comma-separated: " + ", ".join(FLAG_MEANINGS),
 }
 
@@ -173,11 +180,18 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     for name in (*_FROM_CELLS, "busy_cpu_other", "cpu_pressure"):
         cells[name] = np.where(ok, _cell_values(bench, name), np.nan)
     cells["compile_overhead_s"] = cells["first_call_s"] - cells["median_s"]
-    metrics = roofline(cells["flops"], cells["bytes"], cells["median_s"], limits)
-    cells["arithmetic_intensity"] = metrics.arithmetic_intensity
-    cells["achieved_flops_per_s"] = metrics.achieved_flops_per_s
-    cells["lower_bound_s"] = metrics.lower_bound_s
-    cells["efficiency"] = metrics.efficiency
+    metrics = roofline(
+        cells["flops"], cells["bytes"], cells["working_set_bytes"], cells["median_s"], limits
+    )
+    for name in (
+        "arithmetic_intensity",
+        "achieved_flops_per_s",
+        "lower_bound_s",
+        "efficiency",
+        "dram_lower_bound_s",
+        "dram_efficiency",
+    ):
+        cells[name] = getattr(metrics, name)
     cells |= compile_speedups(
         latency,
         cells["median_s"],
@@ -194,6 +208,7 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         "error_type": _cell_values(bench, "error_type").astype(object),
         "error": _cell_values(bench, "error").astype(object),
         "bound": metrics.bound,
+        "memory_level": metrics.memory_level,
         "flags": _flags(
             cells["cv_pct"],
             cells["contended"],
@@ -227,6 +242,8 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         "roofline": limits.describe(),
         "roofline_peak_flops_per_s": limits.peak_flops_per_s,
         "roofline_bandwidth_Bps": limits.bandwidth_Bps,
+        "roofline_bf16_peak_flops_per_s": limits.bf16_peak_flops_per_s,
+        "roofline_levels": levels_to_json(limits.levels),
         "roofline_ridge_flop_per_byte": limits.ridge_flop_per_byte,
         "roofline_reported_ridge_flop_per_byte": limits.reported_ridge_flop_per_byte,
         "flags": "; ".join(f"{flag}: {meaning}" for flag, meaning in FLAG_MEANINGS.items()),

@@ -1,10 +1,11 @@
 """The hardware stage: what the machine is, what it can do in theory, and what it does.
 
 `characterize` writes the hardware file (fwbench.io.hardware_file; units in key names): the
-identity of the CPU (and GPU), STREAM bandwidth, measured GEMM peaks per dtype per framework,
-theoretical peaks (from the vector ISA, or from the known-device table the caller names) and
-ridge points. Framework-free: every framework's measurement runs in its own worker process
-(fwbench.hardware.workers).
+identity of the CPU (and GPU), STREAM bandwidth, the working-set bandwidth sweep with one
+plateau per memory level, GEMM peaks per dtype per framework swept over sizes, the clock under
+load, theoretical peaks (from the vector ISA at that clock, or from the known-device table the
+caller names, every figure with its source) and ridge points. Framework-free: every
+measurement runs in its own worker process (fwbench.hardware.workers).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import numpy as np
 import psutil
 
 from fwbench.hardware import stream
+from fwbench.hardware.hierarchy import log_line, measure_memory, stream_check
 from fwbench.hardware.identity import cpu_identity, dtype_support, nvidia_smi_identity
 from fwbench.hardware.theory import (
     DTYPES,
@@ -27,13 +29,26 @@ from fwbench.hardware.theory import (
     ridges,
     theoretical_peaks,
 )
-from fwbench.hardware.workers import gemm_summary, run_worker
+from fwbench.hardware.workers import run_worker
 from fwbench.io.hardware_file import write_hardware
 from fwbench.measure import provenance
 from fwbench.measure.harness import timing_lock
 from fwbench.measure.threads import setup_threads
 
-SETTINGS_KEYS = ("stream_llc_multiple", "stream_trials", "gemm_n", "gemm_trials", "dtypes")
+SETTINGS_KEYS = (
+    "stream_llc_multiple",
+    "stream_trials",
+    "sweep_min_bytes",
+    "sweep_llc_multiple",
+    "sweep_points_per_octave",
+    "sweep_point_s",
+    "sweep_trials",
+    "gemm_min_n",
+    "gemm_max_n",
+    "gemm_tolerance",
+    "gemm_trials",
+    "dtypes",
+)
 
 STREAM_DTYPE = "float64"  # STREAM's own element type
 
@@ -49,12 +64,6 @@ def check_settings(settings: dict[str, Any], frameworks: list[str], device: str)
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
     if not frameworks:
         raise ValueError("frameworks is empty: no GEMM peak could be measured")
-
-
-def _log(log: Any, message: str) -> None:
-    if log is not None:
-        log.write(f"[fwbench.hardware {time.strftime('%H:%M:%S')}] {message}\n")
-        log.flush()
 
 
 def _measure_stream(
@@ -78,8 +87,10 @@ def _measure_gemms(
     threads: int,
     log: Any,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    n, trials = settings["gemm_n"], settings["gemm_trials"]
+    """Every framework's GEMM size sweep per measurable dtype (numpy: fp32 on the host CPU),
+    and per dtype the best rate of any framework at any size."""
     measurable = [dtype for dtype in settings["dtypes"] if supported[dtype] is None]
+    sweep = {key: settings[f"gemm_{key}"] for key in ("min_n", "max_n", "trials", "tolerance")}
     per_framework: dict[str, dict[str, Any]] = {}
     versions: dict[str, Any] = {}
     for framework in [*frameworks, "numpy"]:
@@ -88,8 +99,8 @@ def _measure_gemms(
             dtypes = ["float32"]  # numpy's BLAS: fp32 only, and only the host CPU
         if not dtypes:
             continue
-        _log(log, f"GEMM {framework} {dtypes} n={n}")
-        args = {"n": n, "trials": trials, "dtypes": dtypes}
+        log_line(log, f"GEMM sweep {framework} {dtypes} n={sweep['min_n']}..{sweep['max_n']}")
+        args = sweep | {"dtypes": dtypes}
         try:
             worker = run_worker(framework, "gemm", args, threads, device, log)
         except (RuntimeError, subprocess.TimeoutExpired) as error:
@@ -98,21 +109,28 @@ def _measure_gemms(
         versions[framework] = worker["setup"]
         per_framework[framework] = worker["result"]
 
-    compute: dict[str, Any] = {"gemm_n": n, "gemm_trials": trials, "dtypes": {}}
+    compute: dict[str, Any] = {"gemm_sweep": sweep, "dtypes": {}}
     for dtype in settings["dtypes"]:
         entry: dict[str, Any] = {"skipped_reason": supported[dtype], "per_framework": {}}
         for framework, results in per_framework.items():
             if dtype in results:
-                measured = results[dtype]
-                if "times_s" in measured:
-                    measured = measured | gemm_summary(n, measured["times_s"])
-                entry["per_framework"][framework] = measured
+                entry["per_framework"][framework] = results[dtype]
         ok = {fw: r for fw, r in entry["per_framework"].items() if "flops_per_s" in r}
         best = max(ok, key=lambda fw: ok[fw]["flops_per_s"], default=None)
         entry["best_framework"] = best
         entry["best_flops_per_s"] = ok[best]["flops_per_s"] if best else None
+        entry["best_n"] = ok[best]["best_n"] if best else None
         compute["dtypes"][dtype] = entry
     return compute, versions
+
+
+def _measure_clock(device: str, threads: int, log: Any) -> dict[str, Any] | None:
+    if device != "cpu":
+        return None
+    try:
+        return run_worker("native", "clock", {}, threads, device, log)["result"]
+    except (RuntimeError, subprocess.TimeoutExpired) as error:
+        return {"clock_hz": None, "problem": str(error)}
 
 
 def _identify(
@@ -172,33 +190,38 @@ def characterize(
     threads = thread_settings["threads"]
     with timing_lock(lock) as lock_wait_s:
         start_ns, load_before = time.time_ns(), os.getloadavg()[0]
-        _log(log, f"lock acquired after {lock_wait_s:.1f} s; threads={threads} device={device}")
+        log_line(log, f"lock acquired after {lock_wait_s:.1f} s; threads={threads} device={device}")
         cpu, gpu = _identify(device, frameworks, threads, log)
         if device == "cuda" and "torch" not in frameworks:
             bandwidth = {"runner": None, "error": "STREAM on cuda needs torch among the frameworks"}
         else:
             elements, llc = _stream_elements(cpu, gpu, settings["stream_llc_multiple"])
-            _log(log, f"STREAM: 3 arrays × {elements} {STREAM_DTYPE} elements")
+            log_line(log, f"STREAM: 3 arrays × {elements} {STREAM_DTYPE} elements")
             bandwidth = _measure_stream(
                 frameworks, device, threads, elements, settings["stream_trials"], log
             )
             bandwidth |= _sizing(llc, settings["stream_llc_multiple"])
+        memory = measure_memory(cpu, gpu, settings, frameworks, device, thread_settings, log)
+        clock = _measure_clock(device, threads, log)
         supported = dtype_support(device, cpu, gpu)
         compute, worker_setups = _measure_gemms(
             frameworks, settings, supported, device, threads, log
         )
         end_ns, load_after = time.time_ns(), os.getloadavg()[0]
-    theory = theoretical_peaks(device, cpu, gpu, threads, known_devices)
+    theory = theoretical_peaks(device, cpu, gpu, threads, known_devices, clock)
     compare_to_theory(compute, theory)
     triad_Bps = bandwidth.get("kernels", {}).get("triad", {}).get("best_bandwidth_Bps")
+    stream_check(memory, triad_Bps)
     result = {
         "host": provenance.host(),
         "device": device,
         "identity": {"cpu": cpu, "gpu": gpu},
         "bandwidth": bandwidth,
+        "memory": memory,
+        "clock": clock,
         "compute": compute,
         "theoretical": theory,
-        "ridge": ridges(settings["dtypes"], compute, triad_Bps, theory),
+        "ridge": ridges(settings["dtypes"], compute, triad_Bps, theory, memory.get("levels")),
         "provenance": {
             "host": provenance.host(),
             "start_utc": provenance.utc(start_ns),

@@ -77,6 +77,7 @@ def cache_sizes(caches: list[dict[str, Any]], info: dict[str, Any]) -> dict[str,
             "l3_bytes": size(3, unified),
             "llc_level": llc_level,
             "llc_instances": sum(1 for c in caches if c["level"] == llc_level),
+            "instances": caches,
             "llc_total_bytes": llc_total,
             "source": "sysfs (per instance; llc_total_bytes sums the last level's instances)",
         }

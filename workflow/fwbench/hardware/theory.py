@@ -12,28 +12,57 @@ DTYPES = ("float32", "bfloat16", "float16", "float64")
 KNOWN_DEVICE_FIGURES = ("float32_flops_per_s", "bfloat16_flops_per_s", "bandwidth_Bps")
 
 
+INTEL_OPTIMIZATION_MANUAL = (
+    "Intel 64 and IA-32 Architectures Optimization Reference Manual, Vol. 1 "
+    "https://www.intel.com/content/www/us/en/content-details/671488/"
+)
+AMD_ZEN4_GUIDE = (
+    "AMD Software Optimization Guide for the Zen 4 Microarchitecture, pub. 57647 "
+    "https://www.amd.com/content/dam/amd/en/documents/processor-tech-docs/"
+    "software-optimization-guides/57647.zip; A. Yee, Zen4 AVX512 teardown "
+    "http://numberworld.org/blogs/2022_9_26_zen4_avx512/"
+)
+AMX_SOURCE = (
+    "Intel Architecture Day 2021 and " + INTEL_OPTIMIZATION_MANUAL + " (AMX chapter): TMUL "
+    "does 1024 bf16 (and fp16) FLOP per cycle per core, a 16×32 by 32×16 tile product "
+    "(16,384 FLOP) every 16 cycles"
+)
+VDPBF16PS_SOURCE = (
+    "uops.info instruction tables (VDPBF16PS throughput equals VFMADD231PS on Zen 4, Ice Lake "
+    "and Sapphire Rapids) https://uops.info/table.html"
+)
+
+
+def _vector_width(isa: dict[str, bool], vendor: str, family: int | None) -> tuple[int, str]:
+    if isa.get("avx512f"):
+        if vendor == "AuthenticAMD" and family == 25:
+            return 256, "AMD Zen 4 (family 25): AVX-512 ops run on 256-bit units. " + (
+                AMD_ZEN4_GUIDE
+            )
+        return 512, "AVX-512: 512-bit FMA units. " + INTEL_OPTIMIZATION_MANUAL
+    if isa.get("avx") or isa.get("avx2"):
+        source = AMD_ZEN4_GUIDE if vendor == "AuthenticAMD" else INTEL_OPTIMIZATION_MANUAL
+        return 256, "AVX/AVX2: 256-bit units. " + source
+    return 0, ""
+
+
 def isa_flop_per_cycle(
     isa: dict[str, bool], vendor: str, family: int | None, fma_units: int = 2
 ) -> dict[str, Any]:
-    """Per-core FLOP per cycle per dtype from the vector ISA, and how it was derived.
+    """Per-core FLOP per cycle per dtype from the vector ISA, each figure with its source.
 
     A vector FMA does 2 FLOP per lane; lanes = datapath bits / dtype bits. The FMA unit count
     is not in any flag: `fma_units` (2: Haswell+ and Xeon Gold/Platinum, Zen) is an assumption,
-    recorded as such. AMD family 25 (Zen 4) runs 512-bit ops on 256-bit units.
+    recorded as such. AMX and AVX-512-BF16 set the bf16 figure where the CPU has them.
     """
     assumptions = [f"{fma_units} vector FMA units per core (not detectable from flags)"]
-    if isa.get("avx512f"):
-        width = 512
-        if vendor == "AuthenticAMD" and family == 25:
-            width = 256
-            assumptions.append("AMD Zen 4 (family 25): AVX-512 executes as 2 × 256-bit halves")
-    elif isa.get("avx") or isa.get("avx2"):
-        width = 256
-    else:
+    width, width_source = _vector_width(isa, vendor, family)
+    if not width:
         return {
             "flop_per_cycle": dict.fromkeys(DTYPES),
             "datapath_bits": None,
             "assumptions": assumptions,
+            "sources": {},
             "derivation": "no x86 AVX model for this ISA (pipe counts vary by core): not derived",
         }
     if isa.get("fma"):
@@ -44,39 +73,61 @@ def isa_flop_per_cycle(
         how = "no FMA: 1 add + 1 multiply per lane per cycle"
         assumptions.append("one vector add and one vector multiply pipe")
     flop = {"float64": per_lane * width // 64, "float32": per_lane * width // 32}
+    sources = {"float64": width_source, "float32": width_source}
     flop["bfloat16"] = None
     flop["float16"] = None
     if isa.get("amx_bf16"):
         flop["bfloat16"] = 1024
-        assumptions.append("AMX TMUL: 1024 bf16 FLOP/cycle/core (Intel's figure)")
+        sources["bfloat16"] = AMX_SOURCE
     elif isa.get("avx512_bf16"):
         # VDPBF16PS: per fp32 lane, two bf16 products added to the accumulator = 4 FLOP.
         flop["bfloat16"] = fma_units * 4 * width // 32
-        assumptions.append("VDPBF16PS issues at the FMA rate: 4 FLOP per fp32 lane")
+        sources["bfloat16"] = "VDPBF16PS, 4 FLOP per fp32 lane at the FMA rate. " + (
+            VDPBF16PS_SOURCE
+        )
     if isa.get("amx_fp16"):
         flop["float16"] = 1024
-        assumptions.append("AMX TMUL: 1024 fp16 FLOP/cycle/core (as for bf16)")
+        sources["float16"] = AMX_SOURCE
     elif isa.get("avx512_fp16"):
         flop["float16"] = per_lane * width // 16
+        sources["float16"] = "AVX512-FP16 FMA at the fp32 rate, twice the lanes. " + (
+            INTEL_OPTIMIZATION_MANUAL
+        )
     return {
         "flop_per_cycle": flop,
         "datapath_bits": width,
         "assumptions": assumptions,
+        "sources": sources,
         "derivation": f"FLOP/cycle/core = {how} ({width}-bit datapath); × cores × clock",
     }
 
 
-def theoretical_cpu_peaks(cpu: dict[str, Any], cores: int) -> dict[str, Any]:
-    """Peak FLOP/s per dtype for `cores` cores at the recorded clock (None where not derivable)."""
+def theoretical_cpu_peaks(
+    cpu: dict[str, Any], cores: int, measured_clock: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Peak FLOP/s per dtype for `cores` cores (None where not derivable), at the all-core
+    clock measured under load where there is one, else at the clock the identity read."""
     if cores < 1:
         raise ValueError(f"cores must be ≥ 1, got {cores}")
     model = isa_flop_per_cycle(cpu["isa"], cpu["vendor"], cpu.get("family"))
-    clock = cpu.get("clock_hz")
+    clock = (measured_clock or {}).get("clock_hz")
+    clock_source = "measured: " + measured_clock["method"] if clock else None
+    if not clock:
+        clock = cpu.get("clock_hz")
+        clock_source = f"identity ({cpu.get('clock_source', 'unknown source')}): " + (
+            "may be the base clock, below what the cores run at"
+        )
     peaks = {
         dtype: (per_cycle * cores * clock if per_cycle and clock else None)
         for dtype, per_cycle in model["flop_per_cycle"].items()
     }
-    return model | {"cores": cores, "clock_hz": clock, "flops_per_s": peaks}
+    return model | {
+        "cores": cores,
+        "clock_hz": clock,
+        "clock_source": clock_source,
+        "identity_clock_hz": cpu.get("clock_hz"),
+        "flops_per_s": peaks,
+    }
 
 
 def load_known_devices(path: str | os.PathLike) -> list[dict[str, Any]]:
@@ -117,6 +168,7 @@ def theoretical_peaks(
     gpu: dict[str, Any] | None,
     threads: int,
     known_devices: list[dict[str, Any]],
+    measured_clock: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     name = gpu["name"] if device == "cuda" and gpu else cpu["model"]
     known = match_known_device(name, known_devices)
@@ -124,14 +176,22 @@ def theoretical_peaks(
     flops: dict[str, float | None] = dict.fromkeys(DTYPES)
     sources: dict[str, str] = {}
     if device == "cpu":
-        theory["isa_model"] = theoretical_cpu_peaks(cpu, threads)
-        for dtype, peak in theory["isa_model"]["flops_per_s"].items():
+        model = theoretical_cpu_peaks(cpu, threads, measured_clock)
+        theory["isa_model"] = model
+        for dtype, peak in model["flops_per_s"].items():
             flops[dtype] = peak
-            sources[dtype] = f"ISA model × {threads} cores" if peak else "not derivable"
+            sources[dtype] = (
+                f"ISA model: {model['flop_per_cycle'][dtype]} FLOP/cycle/core × {threads} cores"
+                f" × {model['clock_hz'] / 1e9:.3f} GHz; {model['sources'][dtype]}"
+                if peak
+                else "not derivable"
+            )
     for dtype in ("float32", "bfloat16"):
         if known and known.get(f"{dtype}_flops_per_s"):
             flops[dtype] = float(known[f"{dtype}_flops_per_s"])
-            sources[dtype] = f"known device {known['name']!r} (whole chip, vendor figure)"
+            sources[dtype] = (
+                f"known device {known['name']!r} (whole chip, vendor figure): {known['source']}"
+            )
     bandwidth = float(known["bandwidth_Bps"]) if known and known.get("bandwidth_Bps") else None
     theory["flops_per_s"] = flops
     theory["flops_source"] = sources
@@ -145,18 +205,29 @@ def theoretical_peaks(
 
 
 def ridges(
-    dtypes: list[str], compute: dict[str, Any], triad_Bps: float | None, theory: dict[str, Any]
+    dtypes: list[str],
+    compute: dict[str, Any],
+    triad_Bps: float | None,
+    theory: dict[str, Any],
+    memory_levels: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Measured: best measured GEMM ÷ STREAM triad. Theoretical: where both peaks exist."""
+    """Measured: best measured GEMM ÷ STREAM triad, and ÷ each memory level's roof.
+    Theoretical: where both peaks exist."""
     theory_Bps = theory["bandwidth_Bps"]
     per_dtype = {}
     for dtype in dtypes:
         measured_peak = compute["dtypes"][dtype]["best_flops_per_s"]
         theory_peak = theory["flops_per_s"].get(dtype)
+        per_level = {
+            name: ridge_point(measured_peak, level["bandwidth_Bps"])
+            for name, level in (memory_levels or {}).items()
+            if measured_peak and level.get("bandwidth_Bps")
+        }
         per_dtype[dtype] = {
             "measured_flop_per_byte": (
                 ridge_point(measured_peak, triad_Bps) if measured_peak and triad_Bps else None
             ),
+            "measured_flop_per_byte_per_level": per_level,
             "theoretical_flop_per_byte": (
                 ridge_point(theory_peak, theory_Bps) if theory_peak and theory_Bps else None
             ),

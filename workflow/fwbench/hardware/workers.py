@@ -19,16 +19,84 @@ from typing import Any
 import numpy as np
 
 from fwbench.frameworks import load, pre_import_env
-from fwbench.hardware import stream
+from fwbench.hardware import native, stream
 from fwbench.io.atomic import write_json
 from fwbench.measure.harness import time_calls
 from fwbench.measure.threads import apply_thread_env, setup_threads
+
+GEMM_PATIENCE = 2  # sizes in a row that do not raise the rate before the sweep stops
+GEMM_SIZE_BUDGET_S = 1.0  # timed seconds per size beyond which trials drop (to 2 at least)
 
 
 def gemm_summary(n: int, times_s: list[float]) -> dict[str, Any]:
     flops = 2 * n**3
     best = min(times_s)
-    return {"flops": flops, "best_s": best, "flops_per_s": flops / best}
+    return {"n": n, "flops": flops, "best_s": best, "flops_per_s": flops / best}
+
+
+def gemm_sizes(min_n: int, max_n: int) -> list[int]:
+    """Square sizes from `min_n` to `max_n`: powers of two and the 1.5× between them (a BLAS
+    can peak off the powers of two, where cache-set aliasing hurts it)."""
+    if not 16 <= min_n <= max_n:
+        raise ValueError(f"GEMM sizes need 16 ≤ min_n ≤ max_n, got {min_n}, {max_n}")
+    sizes, n = [], min_n
+    while n <= max_n:
+        sizes += [size for size in (n, n * 3 // 2) if size <= max_n]
+        n *= 2
+    return sizes
+
+
+def sweep_one_dtype(
+    gemm: Any, sizes: list[int], trials: int, dtype: str, tolerance: float
+) -> dict[str, Any]:
+    """Ascending sizes until GEMM_PATIENCE sizes in a row stay within `tolerance` of the best
+    rate so far (the rate stopped rising). Every size's timings are kept."""
+    per_size, best, stale = [], None, 0
+    for n in sizes:
+        size_trials = trials
+        if per_size and "best_s" in per_size[-1]:
+            previous = per_size[-1]
+            expected_s = previous["best_s"] * (n / previous["n"]) ** 3
+            size_trials = max(min(2, trials), min(trials, int(GEMM_SIZE_BUDGET_S / expected_s)))
+        try:
+            measured = gemm(n=n, trials=size_trials, dtype=dtype)
+        except Exception as error:  # at a large n (memory, say): keep the sizes before it
+            if best is None:
+                raise
+            per_size.append({"n": n, "error": f"{type(error).__name__}: {error}"})
+            break
+        measured |= gemm_summary(n, measured["times_s"])
+        per_size.append(measured)
+        if best is None or measured["flops_per_s"] > best["flops_per_s"] * (1 + tolerance):
+            stale = 0
+        else:
+            stale += 1
+        if best is None or measured["flops_per_s"] > best["flops_per_s"]:
+            best = measured
+        if stale >= GEMM_PATIENCE:
+            break
+    return {
+        "flops_per_s": best["flops_per_s"],
+        "best_n": best["n"],
+        "call": best["call"],
+        "stopped_at_n": per_size[-1]["n"],
+        "sizes": per_size,
+    }
+
+
+def gemm_sweep(
+    gemm: Any, min_n: int, max_n: int, trials: int, dtypes: list[str], tolerance: float
+) -> dict[str, Any]:
+    """Each dtype's size sweep; a dtype the framework cannot run is recorded, not fatal."""
+    results = {}
+    for dtype in dtypes:
+        try:
+            results[dtype] = sweep_one_dtype(
+                gemm, gemm_sizes(min_n, max_n), trials, dtype, tolerance
+            )
+        except Exception as error:  # any failure is this dtype's result, not the run's
+            results[dtype] = {"error": f"{type(error).__name__}: {error}"}
+    return results
 
 
 def numpy_gemm(n: int, trials: int, dtype: str) -> dict[str, Any]:
@@ -45,15 +113,12 @@ def numpy_gemm(n: int, trials: int, dtype: str) -> dict[str, Any]:
     }
 
 
-def _gemms(gemm: Any, n: int, trials: int, dtypes: list[str]) -> dict[str, Any]:
-    """Each dtype's GEMM; a dtype the framework cannot run is recorded, not fatal."""
-    results = {}
-    for dtype in dtypes:
-        try:
-            results[dtype] = gemm(n=n, trials=trials, dtype=dtype)
-        except Exception as error:  # any failure is this dtype's result, not the run's
-            results[dtype] = {"error": f"{type(error).__name__}: {error}"}
-    return results
+def _native_task(task: str, args: dict[str, Any]) -> dict[str, Any]:
+    if task == "cache_sweep":
+        return native.sweep(**args)
+    if task == "clock":
+        return native.clock()
+    raise ValueError(f"no hardware task {task!r} for native")
 
 
 def _worker(request: dict[str, Any]) -> dict[str, Any]:
@@ -62,6 +127,8 @@ def _worker(request: dict[str, Any]) -> dict[str, Any]:
     framework, task, device, args = (
         request[key] for key in ("framework", "task", "device", "args")
     )
+    if framework == "native":
+        return {"setup": {}, "threads": threads, "result": _native_task(task, args)}
     if framework == "numpy":
         setup, module = {"numpy": np.__version__}, None
     else:
@@ -69,12 +136,14 @@ def _worker(request: dict[str, Any]) -> dict[str, Any]:
         setup = module.setup(threads["threads"])
     if task == "gemm":
         gemm = numpy_gemm if module is None else partial(module.gemm, device=device)
-        result = _gemms(gemm, **args)
+        result = gemm_sweep(gemm, **args)
     elif task == "stream":
         run = (
             stream.numpy_stream if module is None else partial(module.stream_kernels, device=device)
         )
         result = run(**args)
+    elif task == "cache_sweep" and module is not None:
+        result = module.cache_sweep(device=device, **args)
     elif task == "cuda_identity" and module is not None:
         result = module.cuda_identity()
     else:

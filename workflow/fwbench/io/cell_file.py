@@ -10,6 +10,9 @@ Variables (SI units in the `units` attribute):
   flops               FLOP   analytic, per call (fwbench.model.cost)
   bytes               B      analytic compulsory traffic per call (weights + input + output)
   activation_bytes    B      analytic estimate of activation traffic (labelled an estimate)
+  working_set_bytes   B      analytic estimate of the bytes live at once (weights + input +
+                             output + live activations): picks the roofline's memory level;
+                             schema version 3
   counter_flops       FLOP   the framework's own counter, NaN where it has none (see attr note)
   peak_mem_bytes      B      process peak RSS on CPU; allocator peak on an accelerator
   compiled            1      1 when the callable really ran compiled, else 0
@@ -61,6 +64,7 @@ UNITS = {
     "flops": "FLOP",
     "bytes": "B",
     "activation_bytes": "B",
+    "working_set_bytes": "B",
     "counter_flops": "FLOP",
     "peak_mem_bytes": "B",
     **COMPILE_AND_LOAD_UNITS,
@@ -70,10 +74,11 @@ UNITS = {
     "cpu_pressure": "1",
 }
 SCALARS = [name for name in UNITS if name != "latency_s"]
-SCHEMA_VERSION = 2
-# Version 1 lacks the contention variables other_cores_probe, other_cores_during, cpu_pressure
-# (read as NaN); cells from before the attribute existed have version 1's layout.
-READABLE = (1, 2)
+SCHEMA_VERSION = 3
+# Version 1 lacks the contention variables other_cores_probe, other_cores_during, cpu_pressure,
+# versions 1 and 2 lack working_set_bytes (all read as NaN); cells from before the attribute
+# existed have version 1's layout.
+READABLE = (1, 2, 3)
 UNVERSIONED = 1
 WHAT = "cell file"
 

@@ -14,7 +14,10 @@ from typing import Any
 from fwbench.io.atomic import write_json
 from fwbench.io.common import SCHEMA_KEY, check_schema_version, schema_version
 
-SCHEMA_VERSION = 1
+# 2 adds `memory` (the working-set bandwidth sweep and its per-level plateaus), the measured
+# clock, and per-size GEMM sweeps; version 1 files read, with DRAM as their only memory level.
+SCHEMA_VERSION = 2
+READABLE = (1, 2)
 WHAT = "hardware file"
 
 
@@ -32,7 +35,7 @@ def read_hardware(path: str | os.PathLike) -> dict[str, Any]:
         raise ValueError(f"{path} is not valid JSON: {error}") from None
     if not isinstance(document, dict):
         raise ValueError(f"{path} must hold a JSON object, got {type(document).__name__}")
-    check_schema_version(schema_version(document), SCHEMA_VERSION, path, WHAT)
+    check_schema_version(schema_version(document), READABLE, path, WHAT)
     return document
 
 

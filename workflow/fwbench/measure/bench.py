@@ -73,6 +73,7 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         "flops": analytic.flops,
         "bytes": analytic.bytes,
         "activation_bytes": analytic.activation_bytes,
+        "working_set_bytes": analytic.working_set_bytes,
     }
     start = time.perf_counter()
     adapter = frameworks.load(request.framework)

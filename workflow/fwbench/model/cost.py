@@ -27,6 +27,10 @@ Bytes:
   op's output tensor written once and read once. Bias is fused into its matmul, the attention
   scale into QK^T; softmax and layer norm are one op each; an LSTM step's gate math counts
   only its results c and h. The final output is not included (it is in `bytes`).
+- `working_set_bytes` is what must stay in one memory level for the call to run from it: the
+  weights, the input, the output, and the activations live at once, estimated as the largest
+  pair of consecutive op outputs (an op's input and its output). A recurrent layer's op spans
+  all steps, so its pair counts the whole sequence's states: an upper estimate there.
 """
 
 from __future__ import annotations
@@ -56,7 +60,8 @@ COUNTING_CONVENTIONS = (
     f"{LSTM_GATE_FLOPS_PER_UNIT} per hidden unit per step; mean-pool 1 per input + 1 per "
     "output element; a reduction over n elements counts n. Bytes: weights read once + input "
     "read once + output written once. Activation bytes (an estimate): each op's output "
-    "written once and read once, bias fused into its matmul."
+    "written once and read once, bias fused into its matmul. Working set (an estimate): weights"
+    " + input + output + the largest pair of consecutive op outputs."
 )
 
 
@@ -69,6 +74,7 @@ class Cost:
     bytes: int
     weight_bytes: int
     activation_bytes: int
+    working_set_bytes: int
     arithmetic_intensity: float = field(init=False)
 
     def __post_init__(self) -> None:
@@ -83,6 +89,13 @@ class _Tally:
     other_flops: int = 0
     weight_elements: int = 0
     activation_elements: int = 0
+    last_output_elements: int = 0
+    live_elements: int = 0  # the largest pair of consecutive op outputs so far
+
+    def _output(self, elements: int) -> None:
+        self.activation_elements += elements
+        self.live_elements = max(self.live_elements, self.last_output_elements + elements)
+        self.last_output_elements = elements
 
     def dense(self, rows: int, n_in: int, n_out: int) -> None:
         """y = x @ W + b over `rows` rows; W and b are weights."""
@@ -93,18 +106,19 @@ class _Tally:
     def matmul(self, macs: int, output_elements: int) -> None:
         """A matmul of two activations (no weights, no bias)."""
         self.matmul_flops += FLOPS_PER_MAC * macs
-        self.activation_elements += output_elements
+        self._output(output_elements)
 
     def elementwise(self, elements: int, flops_per_element: int = 1) -> None:
         """An op producing a tensor of `elements`."""
         self.other_flops += flops_per_element * elements
-        self.activation_elements += elements
+        self._output(elements)
 
     def op(self, flops: int, output_elements: int = 0) -> None:
         """Non-matmul FLOPs; `output_elements` 0 where the result is part of another op's
         output tensor (a fused op)."""
         self.other_flops += flops
-        self.activation_elements += output_elements
+        if output_elements:
+            self._output(output_elements)
 
     def relu_dense_stack(self, rows: int, widths: list[int]) -> None:
         """Dense layers through `widths`, ReLU between them, none after the last."""
@@ -208,11 +222,13 @@ def cost(spec: ArchSpec, batch: int, dtype: str = "float32") -> Cost:
     item = DTYPE_BYTES[dtype]
     output_elements = batch * spec.classes
     weight_bytes = tally.weight_elements * item
+    io_elements = _input_elements(spec, batch) + output_elements
     return Cost(
         flops=tally.matmul_flops + tally.other_flops,
         matmul_flops=tally.matmul_flops,
-        bytes=weight_bytes + (_input_elements(spec, batch) + output_elements) * item,
+        bytes=weight_bytes + io_elements * item,
         weight_bytes=weight_bytes,
         # the head's output is the call's output, already in `bytes`
         activation_bytes=2 * (tally.activation_elements - output_elements) * item,
+        working_set_bytes=weight_bytes + (io_elements + tally.live_elements) * item,
     )

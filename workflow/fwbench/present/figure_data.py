@@ -1,7 +1,8 @@
 """What the figures, the tables and the report read from the result files, without matplotlib.
 
 - `roofs`: the compute and bandwidth roofs the roofline figure draws: the ones stats.nc used for
-  the efficiency (its `roofline_*` attributes) when they are numbers, else the hardware file's.
+  the efficiency (its `roofline_*` attributes, memory levels included) when they are numbers,
+  else the hardware file's peak and STREAM triad (DRAM alone).
 - helpers over stats.nc (dims framework, mode, arch, batch; see fwbench.analysis.stats): the
   variants present, cell names and values, the failed cells.
 - `FigureInputs`: what every inference figure reads, with the settings stats.nc records.
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from fwbench.analysis.roofline import DRAM, MemoryLevel, levels_from_json
 from fwbench.io.dims import CELL_DIMS, EAGER_MODE, STATUS_ABSENT, STATUS_FAILED
 from fwbench.present.hardware_summary import HardwareSummary
 
@@ -32,6 +34,8 @@ class Roofs:
     theoretical_peak_flops_per_s: float | None
     theoretical_bandwidth_Bps: float | None
     source: str
+    bf16_peak_flops_per_s: float = math.nan
+    levels: tuple[MemoryLevel, ...] = ()  # smallest first; DRAM last
 
     @property
     def ridge_flop_per_byte(self) -> float:
@@ -47,10 +51,14 @@ def roofs(stats: xr.Dataset, hardware: HardwareSummary | None) -> Roofs:
     stats has none, the hardware file's measured float32 peak and STREAM triad."""
     peak = float(stats.attrs.get("roofline_peak_flops_per_s", math.nan))
     bandwidth = float(stats.attrs.get("roofline_bandwidth_Bps", math.nan))
+    bf16_peak = float(stats.attrs.get("roofline_bf16_peak_flops_per_s", math.nan))
+    levels = levels_from_json(stats.attrs.get("roofline_levels", "[]"))
     source = "stats.nc (the limits the efficiencies use)"
     if not (math.isfinite(peak) and math.isfinite(bandwidth)) and hardware is not None:
         peak = hardware.measured_flops_per_s.get(ROOF_DTYPE) or math.nan
         bandwidth = hardware.measured_bandwidth_Bps or math.nan
+        bf16_peak = hardware.measured_flops_per_s.get("bfloat16") or math.nan
+        levels = (MemoryLevel(DRAM, math.inf, bandwidth, "STREAM triad"),)
         source = f"{hardware.source} (stats.nc has no roofline limits)"
     return Roofs(
         peak_flops_per_s=peak,
@@ -60,6 +68,8 @@ def roofs(stats: xr.Dataset, hardware: HardwareSummary | None) -> Roofs:
         ),
         theoretical_bandwidth_Bps=hardware.theoretical_bandwidth_Bps if hardware else None,
         source=source,
+        bf16_peak_flops_per_s=bf16_peak,
+        levels=levels,
     )
 
 

@@ -1,5 +1,6 @@
 """The hardware file (fwbench.io.hardware_file) reduced to the figures a reader wants:
-measured and theoretical peaks per dtype, STREAM bandwidth per kernel, ridge points. The keys
+measured and theoretical peaks per dtype, STREAM bandwidth per kernel, the memory levels'
+plateau bandwidths, the measured clock, ridge points. The keys
 read are those `fwbench.hardware.characterize` writes; a missing figure is None, never invented.
 """
 
@@ -36,6 +37,10 @@ class HardwareSummary:
     measured_ridge: dict[str, float | None]
     theoretical_ridge: dict[str, float | None]
     notes: tuple[str, ...] = field(default=())
+    # level → {"bandwidth_Bps", "roof_kernel", "working_set_bytes": [low, high] of its points}
+    memory_levels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    clock_hz: float | None = None
+    clock_source: str = ""
 
     @property
     def measured_bandwidth_Bps(self) -> float | None:
@@ -100,6 +105,9 @@ def hardware_from_document(document: dict[str, Any], source: str) -> HardwareSum
                 f"{dtype}: the measured GEMM peak is {entry.get('best_over_theoretical', 0):.2f}× "
                 "the theoretical one: the theoretical model (clock, FMA units) is too low"
             )
+    for key in ("error", "note"):
+        if lookup(document, "memory", key):
+            notes.append(f"working-set sweep: {lookup(document, 'memory', key)}")
     gpu = lookup(document, "identity", "gpu") or {}
     cpu = lookup(document, "identity", "cpu") or {}
     threads = lookup(document, "provenance", "threads", "threads")
@@ -126,7 +134,27 @@ def hardware_from_document(document: dict[str, Any], source: str) -> HardwareSum
             d: (r or {}).get("theoretical_flop_per_byte") for d, r in ridges.items()
         },
         notes=tuple(notes),
+        memory_levels=_memory_levels(document, source),
+        clock_hz=_number(lookup(document, "clock", "clock_hz"), "clock.clock_hz", source),
+        clock_source=str(lookup(document, "theoretical", "isa_model", "clock_source") or ""),
     )
+
+
+def _memory_levels(document: dict[str, Any], source: str) -> dict[str, dict[str, Any]]:
+    levels = {}
+    for name, entry in (lookup(document, "memory", "levels") or {}).items():
+        bandwidth = _number(entry.get("bandwidth_Bps"), f"memory.levels.{name}", source)
+        if bandwidth is None:
+            continue
+        kernel = entry.get("roof_kernel")
+        points = (entry.get("kernels") or {}).get(kernel, {}).get("working_set_bytes")
+        levels[name] = {
+            "bandwidth_Bps": bandwidth,
+            "roof_kernel": kernel,
+            "working_set_bytes": points,
+            "capacity_bytes": entry.get("capacity_bytes"),
+        }
+    return levels
 
 
 def read_hardware_summary(path: str | os.PathLike | None) -> HardwareSummary | None:

@@ -1,6 +1,8 @@
 """The figures about the hardware's limits against the cells: how close each cell comes.
 
-roofline    achieved FLOP/s vs arithmetic intensity under the measured roofs, one panel per batch
+roofline    achieved FLOP/s vs arithmetic intensity under every measured roof (one bandwidth per
+            memory level, float32 and bfloat16 peaks), one panel per batch; each column names
+            the memory level that bounds it
 efficiency  roofline efficiency per (architecture, batch) and variant; flagged cells marked
 """
 
@@ -37,25 +39,38 @@ from fwbench.present.style import (
 # ---- roofline ------------------------------------------------------------------------------
 
 
+LEVEL_SHADES = {"L1": "0.55", "L2": "0.4", "L3": "0.25", "DRAM": "black"}
+
+
+def _label(ax: Axes, text: str, xy: tuple[float, float], offset, align: str) -> None:
+    ax.annotate(
+        text, xy, xytext=offset, textcoords="offset points", ha=align, fontsize=7, color="0.25"
+    )
+
+
 def _draw_roofs(ax: Axes, limits: Roofs, x_range: tuple[float, float]) -> None:
+    """One slanted roof per memory level under the float32 peak; the bfloat16 peak dotted
+    (the models run in float32: it is the ceiling a bf16 model could reach)."""
     x = np.geomspace(*x_range, 200)
-    peak, bandwidth = limits.peak_flops_per_s / GIGA, limits.bandwidth_Bps / GIGA
-    ax.plot(x, np.minimum(peak, bandwidth * x), color="black", linewidth=1.8)
+    peak = limits.peak_flops_per_s / GIGA
+    for level in limits.levels or ():
+        bandwidth = level.bandwidth_Bps / GIGA
+        width = 1.8 if level.name == "DRAM" else 1.1
+        color = LEVEL_SHADES.get(level.name, "0.4")
+        ax.plot(x, np.minimum(peak, bandwidth * x), color=color, linewidth=width)
+        _label(ax, f"{level.name} {bandwidth:.0f} GB/s", (x[0], bandwidth * x[0]), (3, 4), "left")
+    if math.isfinite(limits.bf16_peak_flops_per_s):
+        bf16 = limits.bf16_peak_flops_per_s / GIGA
+        ax.axhline(bf16, color="black", linestyle="-.", linewidth=1)
+        _label(ax, f"bf16 {bf16:.0f} GFLOP/s", (x_range[1], bf16), (-2, 3), "right")
     if limits.theoretical_peak_flops_per_s:
         ax.axhline(limits.theoretical_peak_flops_per_s / GIGA, color="black", ls="--", lw=1)
     if limits.theoretical_bandwidth_Bps:
         ax.plot(x, limits.theoretical_bandwidth_Bps / GIGA * x, color="black", ls="--", lw=1)
     ridge = limits.ridge_flop_per_byte
     ax.axvline(ridge, color=NEUTRAL_COLOR, linestyle=":", linewidth=1)
-    labels = (
-        (f"ridge {ridge:.3g} FLOP/B", (ridge, peak), (4, -12), "left"),
-        (f"{peak:.0f} GFLOP/s", (x_range[1], peak), (-2, 3), "right"),
-        (f"{bandwidth:.1f} GB/s", (x_range[0], bandwidth * x_range[0]), (3, 6), "left"),
-    )
-    for text, xy, offset, align in labels:
-        ax.annotate(
-            text, xy, xytext=offset, textcoords="offset points", ha=align, fontsize=7, color="0.25"
-        )
+    _label(ax, f"DRAM ridge {ridge:.3g} FLOP/B", (ridge, peak), (4, -12), "left")
+    _label(ax, f"fp32 {peak:.0f} GFLOP/s", (x_range[1], peak), (-2, 3), "right")
 
 
 def _label_columns(ax: Axes, columns: list[tuple[float, float, float, str]]) -> None:
@@ -75,6 +90,16 @@ def _label_columns(ax: Axes, columns: list[tuple[float, float, float, str]]) -> 
             fontsize=8,
         )
         previous_x = x
+
+
+def _column_label(stats, arch: str, batch: int) -> str:
+    """The architecture and the memory level that bounds it at this batch (one working set
+    per column, so one level)."""
+    if "memory_level" not in stats:
+        return arch
+    levels = {str(v) for v in stats["memory_level"].sel(arch=arch, batch=batch).values.ravel()}
+    levels.discard("")
+    return f"{arch} · {'/'.join(sorted(levels))}" if levels else arch
 
 
 def draw_roofline(inputs: FigureInputs) -> Figure:
@@ -107,7 +132,8 @@ def draw_roofline(inputs: FigureInputs) -> Figure:
             ys = achieved.sel(arch=arch, batch=batch)
             if not np.isfinite(x) or not np.isfinite(ys.values).any():
                 continue
-            columns.append((x, float(ys.min()), float(ys.max()), str(arch)))
+            label = _column_label(stats, str(arch), batch)
+            columns.append((x, float(ys.min()), float(ys.max()), label))
             for framework, mode in present:
                 y = ys.sel(framework=framework, mode=mode).item()
                 if np.isfinite(y):
@@ -126,15 +152,19 @@ def draw_roofline(inputs: FigureInputs) -> Figure:
     figure.supxlabel("arithmetic intensity (FLOP/byte, analytic)")
     figure.supylabel("achieved throughput (GFLOP/s)")
     roof_handles = [
-        Line2D([], [], color="black", linewidth=1.8, label="measured roof"),
+        Line2D([], [], color="black", linewidth=1.8, label="DRAM roof (measured)"),
+        Line2D([], [], color="0.4", linewidth=1.1, label="cache-level roofs"),
+        Line2D([], [], color="black", linestyle="-.", label="bf16 peak (measured)"),
         Line2D([], [], color="black", linestyle="--", label="theoretical"),
-        Line2D([], [], color=NEUTRAL_COLOR, linestyle=":", label="ridge point"),
+        Line2D([], [], color=NEUTRAL_COLOR, linestyle=":", label="DRAM ridge point"),
     ]
     place_legend(figure, [*variant_handles(present), *roof_handles], spare)
     notes = [
-        f"Roofs: measured float32 GEMM peak {limits.peak_flops_per_s / GIGA:.1f} GFLOP/s and "
-        f"STREAM triad {limits.bandwidth_Bps / GIGA:.1f} GB/s, from {limits.source}. "
-        "A point above the measured roof ran faster than the limits allow (efficiency > 1).",
+        f"Roofs: measured float32 GEMM peak {limits.peak_flops_per_s / GIGA:.1f} GFLOP/s, one "
+        "bandwidth per memory level from the working-set sweep (DRAM: the faster of its "
+        f"plateau and the STREAM triad), from {limits.source}. Each column names the level its "
+        "working set fits in: a point is bound by that level's roof, and a point above it ran "
+        "faster than the hardware allows (efficiency > 1).",
         failed_note(stats, batches),
     ]
     if not limits.theoretical_peak_flops_per_s and not limits.theoretical_bandwidth_Bps:

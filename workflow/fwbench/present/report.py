@@ -23,10 +23,10 @@ from fwbench.io.atomic import write_text
 from fwbench.io.common import read_netcdf
 from fwbench.present.hardware_summary import read_hardware_summary
 from fwbench.present.report_checks import checks_section
+from fwbench.present.report_hardware import hardware_section
 from fwbench.present.report_optional import compare_section, training_section
 from fwbench.present.report_sections import (
     figures_section,
-    hardware_section,
     header_section,
     method_section,
     winners_section,

@@ -55,49 +55,6 @@ def header_section(stats: xr.Dataset, hardware: HardwareSummary | None) -> str:
     )
 
 
-def hardware_section(hardware: HardwareSummary | None, stats: xr.Dataset) -> str:
-    text = "## Hardware\n\n"
-    if hardware is None:
-        return text + "No hardware file was given: no measured limits.\n"
-    rows = []
-    for dtype in hardware.dtypes:
-        measured = hardware.measured_flops_per_s.get(dtype)
-        theory = hardware.theoretical_flops_per_s.get(dtype)
-        if measured is None and theory is None and dtype not in hardware.skipped:
-            continue
-        by = f" ({hardware.measured_by[dtype]})" if hardware.measured_by.get(dtype) else ""
-        share = significant(measured / theory, 2) if measured and theory else MISSING
-        source = hardware.skipped.get(dtype) or hardware.theoretical_flops_source.get(dtype, "")
-        measured_text = fixed(measured, 1e-9) + by
-        rows.append([f"peak {dtype} (GFLOP/s)", measured_text, fixed(theory, 1e-9), share, source])
-    for kernel, rate in hardware.stream_Bps.items():
-        theory = hardware.theoretical_bandwidth_Bps
-        note = hardware.theoretical_bandwidth_source if kernel == "triad" else ""
-        share = significant(rate / theory, 2) if theory else MISSING
-        rows.append(
-            [f"STREAM {kernel} (GB/s)", fixed(rate, 1e-9), fixed(theory, 1e-9), share, note]
-        )
-    for dtype, ridge in hardware.measured_ridge.items():
-        theory = hardware.theoretical_ridge.get(dtype)
-        rows.append(
-            [f"ridge {dtype} (FLOP/B)", fixed(ridge, digits=2), fixed(theory, digits=2), "", ""]
-        )
-    table = markdown_table(
-        ["quantity", "measured", "theoretical", "measured ÷ theoretical", "theoretical from"], rows
-    )
-    threads = hardware.threads if hardware.threads is not None else MISSING
-    notes = "".join(f"- {note}\n" for note in hardware.notes)
-    runner = hardware.stream_runner or MISSING
-    return (
-        text
-        + f"{hardware.device_name}, {threads} thread(s), STREAM by {runner} (`{hardware.source}`)."
-        "\n\n"
-        + table
-        + f"\nRoofline used for the efficiencies: {stats.attrs.get('roofline', MISSING)}.\n"
-        + (f"\n{notes}" if notes else "")
-    )
-
-
 def _compile_rows(stats: xr.Dataset, bench: xr.Dataset | None) -> list[list[Any]]:
     rows = []
     for framework, mode in variants(stats):
@@ -166,6 +123,15 @@ def method_section(stats: xr.Dataset, bench: xr.Dataset | None, settings: Mappin
         "- The garbage collector is off during warm-up and timed calls (as in timeit) and the "
         "framework's context (torch inference mode, TensorFlow device scope) is entered once "
         "around them, not inside each timed call.\n"
+        "- Roofline: each cell's lower bound is max(FLOPs ÷ float32 peak, bytes ÷ bandwidth), "
+        "where the peak is the best GEMM rate of any framework at any swept size and the "
+        "bandwidth is that of the smallest memory level the cell's working set (weights, input, "
+        "output and the largest pair of consecutive activations, from the cost model) fits in: "
+        "L1/L2 capacities count one core's cache per thread, the last level is shared. Level "
+        "bandwidths are plateaus of a working-set sweep (read, copy and triad kernels in C; the "
+        "fastest kernel is the level's roof). `efficiency` is against that cache-aware roof, "
+        "`dram_efficiency` against the STREAM triad for every cell; `invalid_fast` means "
+        "faster than the cache-aware roof.\n"
         + _quality_line(stats, settings)
         + f"- Versions: {'; '.join(versions) or MISSING}.\n\n"
         "What each mode means, in the adapters' own words, and whether it really ran compiled "

@@ -166,7 +166,11 @@ def efficiency_table(summary: xr.Dataset) -> str:
                 fixed(cell_value(summary, "lower_bound_s", cell), 1e6, 2),
                 fixed(cell_value(summary, "median_s", cell), 1e6),
                 fixed(efficiency, digits=3),
+                cell_value(summary, "memory_level", cell) if "memory_level" in summary else "",
                 cell_value(summary, "bound", cell),
+                fixed(cell_value(summary, "dram_efficiency", cell), digits=3)
+                if "dram_efficiency" in summary
+                else "",
                 "invalid_fast" if efficiency > 1 else "",
             ]
         )
@@ -179,14 +183,18 @@ def efficiency_table(summary: xr.Dataset) -> str:
         "lower bound µs",
         "median µs",
         "efficiency",
+        "level",
         "bound",
+        "DRAM-roof efficiency",
         "flag",
     ]
     return (
         "# Roofline efficiency: lower bound / median\n\n"
         f"Limits: {summary.attrs.get('roofline', 'unknown')}.\n"
-        "Lower bound = max(FLOPs / peak, bytes / bandwidth). Efficiency is not clamped: above "
-        "1 means faster than the hardware allows (missing sync or wrong cost model).\n\n"
+        "Lower bound = max(FLOPs / peak, bytes / bandwidth of the memory level the cell's "
+        "working set fits in, `level`); the DRAM-roof efficiency uses the STREAM triad for "
+        "every cell. Efficiency is not clamped: above 1 (against the level's roof) means faster "
+        "than the hardware allows (missing sync or wrong cost model).\n\n"
         + markdown_table(header, rows)
     )
 

@@ -1,4 +1,5 @@
-"""torch's part of the hardware stage: GEMM peak, STREAM kernels, and the CUDA device identity.
+"""torch's part of the hardware stage: GEMM peak, STREAM kernels, the working-set sweep on
+CUDA (device memory and its L2), and the CUDA device identity.
 
 Run inside `python -m fwbench.hardware.workers ...`, which applies the thread settings before
 this module (and torch) is imported.
@@ -6,11 +7,13 @@ this module (and torch) is imported.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import torch
 
 from fwbench.hardware import stream
+from fwbench.hardware.levels import ARRAYS_PER_KERNEL, SWEEP_KERNELS
 from fwbench.measure.harness import time_calls
 
 DTYPES = {
@@ -95,6 +98,76 @@ def stream_kernels(elements: int, trials: int, device: str, dtype: str = "float6
     )
     result["threads_used"] = torch.get_num_threads() if dev.type == "cpu" else None
     return result
+
+
+def _sweep_ops(kernel: str, elements: int, dev: torch.device) -> Any:
+    a = torch.full((elements,), 1.0, dtype=torch.float64, device=dev)
+    b = torch.full((elements,), 2.0, dtype=torch.float64, device=dev)
+    c = torch.full((elements,), 0.5, dtype=torch.float64, device=dev)
+    total = torch.empty((), dtype=torch.float64, device=dev)
+    ops = {
+        "read": lambda: torch.sum(a, dim=0, out=total),
+        "copy": lambda: c.copy_(a),
+        "triad": lambda: torch.add(b, c, alpha=stream.SCALAR, out=a),
+    }
+    expected = {"read": (total, float(elements)), "copy": (c, 1.0), "triad": (a, 3.5)}
+    return ops[kernel], expected[kernel]
+
+
+def _sweep_point(
+    kernel: str, working_set_bytes: int, min_seconds: float, trials: int, dev: torch.device
+) -> dict[str, Any]:
+    """One kernel over arrays totalling `working_set_bytes`, launched back to back `reps`
+    times per timed run (doubled until a run lasts `min_seconds`), best of `trials`."""
+    elements = max(1, working_set_bytes // (8 * ARRAYS_PER_KERNEL[kernel]))
+    op, (result, want) = _sweep_ops(kernel, elements, dev)
+    sync = _sync_for(dev)
+
+    def run(reps: int) -> float:
+        sync()
+        start = time.perf_counter()
+        for _ in range(reps):
+            op()
+        sync()
+        return time.perf_counter() - start
+
+    reps = 1
+    while run(reps) < min_seconds:
+        reps *= 2
+    times = [run(reps) for _ in range(trials)]
+    if not bool(torch.all(result == want)):
+        raise stream.StreamValidationError(f"sweep kernel {kernel} left wrong values")
+    moved = ARRAYS_PER_KERNEL[kernel] * elements * 8 * reps
+    return {
+        "kernel": kernel,
+        "working_set_bytes": ARRAYS_PER_KERNEL[kernel] * elements * 8,
+        "elements": elements,
+        "reps": reps,
+        "times_s": times,
+        "bandwidth_Bps": moved / min(times),
+    }
+
+
+def cache_sweep(sizes: list[int], min_seconds: float, trials: int, device: str) -> dict:
+    """The bandwidth curve from torch ops (on CUDA: device memory, through its L2). Each
+    launch costs microseconds, so working sets whose kernel is shorter than a launch read low:
+    the plateaus below the L2 are not meaningful here (CPU uses the C kernels instead)."""
+    dev = _device(device)
+    with torch.inference_mode():
+        curve = [
+            _sweep_point(kernel, size, min_seconds, trials, dev)
+            for size in sizes
+            for kernel in SWEEP_KERNELS
+        ]
+    return {
+        "curve": curve,
+        "threads_used": torch.get_num_threads() if dev.type == "cpu" else None,
+        "validation": "every point's output checked after its runs",
+        "method": (
+            f"torch {torch.__version__} on {dev.type}: torch.sum(a, dim=0, out=s), c.copy_(a), "
+            "torch.add(b, c, alpha=3, out=a), launched back to back; bytes as STREAM counts"
+        ),
+    }
 
 
 def cuda_identity() -> dict[str, Any]:
