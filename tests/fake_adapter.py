@@ -54,11 +54,15 @@ def set_threads(threads):
     return {"fake_threads": threads}
 
 
-def build(spec, weights, mode, device):
+def build(spec, weights, mode, device, options=None):
     if FAIL_IN_BUILD is not None:
         raise FAIL_IN_BUILD
     time.sleep(BUILD_DELAY_S)
     return FakeRunner(spec, weights, mode)
+
+
+def null_call(device):
+    return (lambda: None), (lambda _: None)
 
 
 COUNTER_SCOPE = "matmul"

@@ -26,6 +26,7 @@ from fwbench.frameworks.protocols import (
     Runner,
     TrainingAdapter,
 )
+from fwbench.measure.harness import time_calls
 from fwbench.model import reference
 from fwbench.model.specs import ARCHITECTURES, build_spec
 from fwbench.model.weights import make_weights
@@ -220,7 +221,26 @@ def test_peak_device_memory_is_none_on_cpu(framework: str) -> None:
     assert small_run(framework, "mlp", "eager").runner.peak_device_memory_bytes() is None
 
 
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_null_call_adds_one_to_a_one_element_tensor_and_is_cheap(framework: str) -> None:
+    adapter = frameworks.load(framework)
+    call, sync = adapter.null_call("cpu")
+    output = call()
+    sync(output)
+    assert np.asarray(output).reshape(-1).tolist() == [1.0]
+    timing = time_calls(call, sync, warmup=5, repeats=50, quiet_probe_s=0.0)
+    # a dispatch floor, not a model: far below a millisecond on any machine that runs the suite
+    assert 0 < np.median(timing.latency_s) < 1e-3
+
+
 # ---- what the adapter refuses ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("framework", ["jax", "tensorflow"])
+def test_frameworks_without_compile_options_refuse_them_naming_them(framework: str) -> None:
+    spec = build_spec("mlp", SMALL_DIMS["mlp"])
+    with pytest.raises(ValueError, match="freezing"):
+        adapter(framework).build(spec, make_weights(spec), "eager", "cpu", {"freezing": True})
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

@@ -70,7 +70,9 @@ def test_each_cell_lands_at_its_coordinates(tmp_path):
         write(tmp_path, make_cell("jax", "jit", arch="lstm", batch=8, latency_s=[5.0, 6.0])),
     ]
     ds = aggregate_cells(paths)
-    assert ds["latency_s"].dims == ("framework", "mode", "arch", "batch", "repeat")
+    assert ds["latency_s"].dims == ("framework", "mode", "arch", "batch", "process", "repeat")
+    assert ds["process"].values.tolist() == [0]  # a one-process sweep
+    ds = ds.sel(process=0)
     assert ds["framework"].values.tolist() == ["torch", "jax"]
     assert ds["mode"].values.tolist() == ["eager", "jit"]
     assert ds["arch"].values.tolist() == ["mlp", "lstm"]
@@ -87,7 +89,7 @@ def test_modes_a_framework_does_not_have_are_absent_and_nan(tmp_path):
         write(tmp_path, make_cell("torch", "compiled")),
         write(tmp_path, make_cell("jax", "jit")),
     ]
-    ds = aggregate_cells(paths)
+    ds = aggregate_cells(paths).sel(process=0)
     torch_jit = ds.sel(framework="torch", mode="jit", arch="mlp", batch=1)
     assert torch_jit["status"].item() == "absent"
     assert np.isnan(torch_jit["latency_s"].values).all()
@@ -100,7 +102,9 @@ def test_a_failed_cell_stays_failed_with_its_message(tmp_path):
     failed.latency_s = None
     failed.attrs |= {"status": STATUS_FAILED, "error_message": "XLA could not compile While"}
     paths = [write(tmp_path, failed), write(tmp_path, make_cell("tensorflow", "eager"))]
-    cell = aggregate_cells(paths).sel(framework="tensorflow", mode="xla", arch="mlp", batch=1)
+    cell = aggregate_cells(paths).sel(
+        framework="tensorflow", mode="xla", arch="mlp", batch=1, process=0
+    )
     assert cell["status"].item() == "failed"
     assert cell["error"].item() == "XLA could not compile While"
     assert cell["error_type"].item() == "InternalError"
@@ -112,7 +116,7 @@ def test_shorter_cells_are_padded_with_nan(tmp_path):
         write(tmp_path, make_cell("torch", "eager", latency_s=[1.0, 2.0, 3.0, 4.0])),
         write(tmp_path, make_cell("torch", "compiled", latency_s=[1.0, 2.0])),
     ]
-    ds = aggregate_cells(paths)
+    ds = aggregate_cells(paths).sel(process=0)
     assert ds.sizes["repeat"] == 4
     short = ds["latency_s"].sel(framework="torch", mode="compiled", arch="mlp", batch=1)
     assert np.isnan(short.values[2:]).all() and short.values[:2].tolist() == [1.0, 2.0]
@@ -124,6 +128,28 @@ def test_two_cells_for_one_position_raise_naming_both_paths(tmp_path):
     with pytest.raises(ValueError, match="torch/eager/mlp/b1") as error:
         aggregate_cells([first, second])
     assert str(first) in str(error.value) and str(second) in str(error.value)
+
+
+def test_a_cells_processes_land_along_the_process_dimension(tmp_path):
+    paths = [
+        write(tmp_path, make_cell("torch", "eager", latency_s=[1.0, 2.0], process=0), "p0.nc"),
+        write(tmp_path, make_cell("torch", "eager", latency_s=[3.0, 4.0], process=2), "p2.nc"),
+        write(tmp_path, make_cell("jax", "jit", latency_s=[5.0, 6.0], process=2), "j2.nc"),
+    ]
+    ds = aggregate_cells(paths)
+    assert ds["process"].values.tolist() == [0, 2]
+    torch_eager = ds.sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    assert torch_eager["latency_s"].values.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    jax_jit = ds.sel(framework="jax", mode="jit", arch="mlp", batch=1)
+    assert jax_jit["status"].values.tolist() == ["absent", "ok"]  # process 0 never ran
+    assert np.isnan(jax_jit["first_call_s"].sel(process=0).item())
+
+
+def test_two_cells_for_one_process_raise_and_name_the_process(tmp_path):
+    first = write(tmp_path, make_cell("torch", "eager", process=3), "first.nc")
+    second = write(tmp_path, make_cell("torch", "eager", process=3), "second.nc")
+    with pytest.raises(ValueError, match="torch/eager/mlp/b1 process 3"):
+        aggregate_cells([first, second])
 
 
 def test_two_versions_of_one_framework_raise_naming_both_paths(tmp_path):
@@ -146,7 +172,7 @@ def test_versions_and_provenance_are_recorded(tmp_path):
         write(tmp_path, make_cell("torch", "eager", version="2.13.0")),
         write(tmp_path, make_cell("jax", "jit", version="0.10.2", git_commit="def456")),
     ]
-    ds = aggregate_cells(paths)
+    ds = aggregate_cells(paths).sel(process=0)
     assert ds["framework_version"].sel(framework="jax").item() == "0.10.2"
     assert ds["versions"].sel(framework="torch").item() == '{"torch": "2.13.0"}'
     assert ds.attrs["host"] == "testhost" and ds.attrs["device"] == "cpu"
@@ -164,7 +190,7 @@ def test_the_written_file_opens_with_units_on_every_number(tmp_path):
         assert {"latency_s", "first_call_s", "flops", "contended"} <= set(numeric)
         assert all("units" in ds[name].attrs for name in numeric)
         assert ds["latency_s"].attrs["units"] == "s"
-        assert ds["status"].sel(framework="torch", mode="jit").item() == "absent"
+        assert ds["status"].sel(framework="torch", mode="jit", process=0).item() == "absent"
         assert ds.attrs["cells"] == 2
 
 

@@ -60,6 +60,10 @@ def test_schema_fills_defaults_for_keys_left_out():
         ({"dims": {"cnn": {"height": -32}}}, ["height", "-32"]),
         ({"threads": "many"}, ["threads", "many"]),
         ({"device": "tpu"}, ["device", "tpu"]),
+        ({"bench": {"processes": 0}}, ["processes", "0"]),
+        ({"modes": {"torch": ["eager", "Compiled-2"]}}, ["Compiled-2"]),
+        ({"torch_compile": {"compiled": {"freeze": True}}}, ["freeze"]),
+        ({"torch_compile": {"compiled": {"mode": "fastest"}}}, ["fastest"]),
     ],
 )
 def test_bad_value_is_rejected_naming_key_and_value(override, named):
@@ -96,3 +100,15 @@ def test_workflow_rejects_bad_dims_at_parse_time(workdir):
     assert "dims.transformer" in (result.stdout + result.stderr) and "d_model=130" in (
         result.stdout + result.stderr
     )
+
+
+def test_a_compiled_variant_without_its_options_is_rejected_naming_it(workdir):
+    result = run_with_override(workdir, {"modes": {"torch": ["eager", "compiled_frozen"]}})
+    assert result.returncode != 0
+    assert "'compiled_frozen'" in result.stdout + result.stderr
+    assert "torch_compile" in result.stdout + result.stderr
+
+
+def test_the_rigorous_config_measures_every_cell_in_five_processes():
+    rigorous = yaml.safe_load((REPO / "config/rigorous.yaml").read_text())
+    assert validated(rigorous)["bench"]["processes"] >= 5

@@ -11,10 +11,11 @@ import pytest
 
 from fwbench import frameworks
 from fwbench.frameworks.protocols import StreamProbe
+from fwbench.model import reference
 from fwbench.model.specs import ARCHITECTURES, build_spec
 from fwbench.model.weights import make_input, make_weights
 
-from adapter_cases import BATCH, TOLERANCE, small_run, small_runner
+from adapter_cases import BATCH, SMALL_DIMS, TOLERANCE, small_run, small_runner
 
 torch = pytest.importorskip("torch")
 torch_infer = pytest.importorskip("fwbench.frameworks.torch.infer")
@@ -43,6 +44,43 @@ def test_dynamo_explain_finds_one_graph_with_the_compiled_settings(arch: str) ->
         explained = torch._dynamo.explain(runner.module)(runner.prepare(x))
     assert explained.graph_count >= 1
     assert explained.graph_count == small_run("torch", arch, "compiled").compile_info.graph_count
+
+
+def _compiled_variant(arch: str, options: dict):
+    spec = build_spec(arch, SMALL_DIMS[arch])
+    weights, x = make_weights(spec), make_input(spec, BATCH)
+    runner = torch_infer.build(spec, weights, "compiled_variant", "cpu", options)
+    prepared = runner.prepare(x)
+    runner(prepared)
+    output = runner.to_numpy(runner(prepared))
+    return runner, output, reference.forward(spec, weights, x)
+
+
+def test_a_compiled_variant_with_freezing_computes_the_reference_and_says_how() -> None:
+    runner, output, expected = _compiled_variant("mlp", {"freezing": True, "fullgraph": True})
+    _, relative = reference.max_errors(output, expected)
+    assert relative < TOLERANCE
+    info = runner.compile_info()
+    assert info.compiled and "fullgraph=True" in info.how and "freezing=True" in info.how
+
+
+def test_unknown_compile_options_and_options_for_eager_raise_naming_them() -> None:
+    spec = build_spec("mlp", SMALL_DIMS["mlp"])
+    with pytest.raises(ValueError, match="backend"):
+        torch_infer.build(spec, make_weights(spec), "compiled", "cpu", {"backend": "eager"})
+    with pytest.raises(ValueError, match="eager takes no compile options"):
+        torch_infer.build(spec, make_weights(spec), "eager", "cpu", {"freezing": True})
+
+
+def test_compile_info_lists_the_ops_inductor_left_to_eager_kernels() -> None:
+    # The MLP lowers fully: its GEMMs are library calls (extern_kernels.addmm) in both paths.
+    mlp = small_run("torch", "mlp", "compiled").compile_info
+    assert mlp.eager_ops == "" and "extern_kernels.addmm" in mlp.details["library_ops"]
+    # The LSTM's recurrence and the transformer's encoder layers stay the eager aten kernels.
+    lstm = small_run("torch", "lstm", "compiled").compile_info
+    assert lstm.eager_ops == "torch.ops.aten.mkldnn_rnn_layer.default ×2", lstm.details
+    transformer = small_run("torch", "transformer", "compiled").compile_info.eager_ops
+    assert "_transformer_encoder_layer_fwd" in transformer
 
 
 def test_compile_info_reports_an_lstm_that_dynamo_leaves_eager() -> None:

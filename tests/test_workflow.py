@@ -115,6 +115,35 @@ def test_an_interrupted_job_leaves_no_output_and_only_it_reruns(smoke_copy):
     assert f"output: {target.relative_to(smoke_run)}" in plan.stdout
 
 
+def test_more_processes_add_only_the_new_processes_jobs_in_a_seeded_shuffled_order(smoke_run):
+    rigorous = smoke_run / "three-processes.yaml"
+    rigorous.write_text(yaml.safe_dump({"bench": {"processes": 3}}))
+    configs = [*smoke_configs(smoke_run), str(rigorous)]
+    plan = snakemake("-n", "--configfile", *configs, cwd=smoke_run)
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    counts = {
+        row.split()[0]: int(row.split()[1])
+        for row in plan.stdout.splitlines()
+        if row.startswith(("bench ", "bench_process "))
+    }
+    assert "bench" not in counts  # the cells on disk are process 0: none reruns
+    assert counts["bench_process"] == 2 * len(cells(smoke_run))
+    outputs = [
+        line.split("output: ")[1]
+        for line in plan.stdout.splitlines()
+        if "output: results/cells/" in line
+    ]
+    priorities = [
+        int(line.split("priority: ")[1])
+        for line in plan.stdout.splitlines()
+        if line.strip().startswith("priority: ")
+    ]
+    assert len(set(priorities)) == len(outputs) == counts["bench_process"]
+    # not sorted by framework: the order mixes them
+    frameworks_in_order = [output.split("/")[2] for output in outputs]
+    assert frameworks_in_order != sorted(frameworks_in_order)
+
+
 def test_stats_carry_roofline_metrics_from_the_measured_hardware(smoke_run):
     stats = pd.read_csv(smoke_run / "results/summary/stats.csv")
     batches = yaml.safe_load(Path(SMOKE).read_text())["batch_sizes"]

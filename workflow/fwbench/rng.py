@@ -12,3 +12,9 @@ def seeded_rng(seed: int, purpose: str, *extra: int) -> np.random.Generator:
     two purposes never share a stream and a rerun draws the same numbers (crc32, unlike
     hash(), does not change between processes)."""
     return np.random.default_rng([seed, *extra, zlib.crc32(purpose.encode())])
+
+
+def seeded_shuffle(items: list, seed: int, purpose: str) -> list:
+    """`items` in an order drawn from (seed, purpose): the same on every rerun."""
+    order = seeded_rng(seed, purpose).permutation(len(items))
+    return [items[i] for i in order]

@@ -3,11 +3,7 @@
 
 rule aggregate_bench:
     input:
-        cells=expand(
-            "results/cells/{framework}/{version}/{mode}/{arch}/b{batch}.nc",
-            zip,
-            **{key: [cell[key] for cell in CELLS] for key in CELLS[0]},
-        ),
+        cells=CELL_FILES,
     output:
         "results/aggregate/bench.nc",
     log:

@@ -11,6 +11,7 @@ from fwbench.measure import provenance
 from fwbench.frameworks import MODES
 from fwbench.model.specs import build_spec
 from fwbench.measure.threads import resolve_threads
+from fwbench.rng import seeded_shuffle
 
 validate(config, schema="../schemas/config.schema.yaml")
 
@@ -19,6 +20,18 @@ for _arch in config["architectures"]:
         build_spec(_arch, config["dims"][_arch])
     except (TypeError, ValueError) as _error:
         raise ValueError(f"config dims.{_arch}: {_error}") from None
+
+for _mode in config["modes"].get("torch", []):
+    if _mode.startswith("compiled_") and _mode not in config["torch_compile"]:
+        raise ValueError(
+            f"modes.torch names {_mode!r} but torch_compile has no {_mode!r} entry: a compiled "
+            "variant needs its torch.compile options"
+        )
+for _mode in config["torch_compile"]:
+    if _mode not in config["modes"].get("torch", []):
+        raise ValueError(
+            f"torch_compile.{_mode} names a mode that modes.torch does not list"
+        )
 
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 ENVS = Path(workflow.basedir) / "envs"
@@ -61,6 +74,26 @@ CELLS = [
     for arch in ARCHS
     for batch in BATCHES
 ]
+PROCESSES = config["bench"]["processes"]
+CELL_PATH = "results/cells/{framework}/{version}/{mode}/{arch}/b{batch}"
+
+
+def cell_file(cell, process):
+    """Process 0 is the cell file of a one-process sweep; process k adds `-p<k>`."""
+    suffix = f"-p{process}" if process else ""
+    return CELL_PATH.format(**cell) + f"{suffix}.nc"
+
+
+CELL_FILES = [cell_file(cell, p) for cell in CELLS for p in range(PROCESSES)]
+# Every cell's processes in one seeded shuffled order, so drift over the sweep is not
+# confounded with the framework or the mode: the scheduler starts the ready timing job of
+# highest priority, and bench jobs' priorities are their places in this order.
+BENCH_ORDER = {
+    path: len(CELL_FILES) - place
+    for place, path in enumerate(
+        seeded_shuffle(CELL_FILES, config["seed"], "bench order")
+    )
+}
 
 
 validate(config["train"], schema="../schemas/train.schema.yaml")
@@ -89,6 +122,7 @@ wildcard_constraints:
     dataset=_alternatives(TRAIN["datasets"]),
     arch=_alternatives(ARCHS),
     batch=_alternatives(BATCHES),
+    process=r"[1-9][0-9]*",
     # Only the installed versions: earlier versions' cells are plain input files (compare),
     # never something to recompute.
     version=_alternatives(sorted(set(VERSION.values()))),
@@ -123,9 +157,22 @@ def check_cell_wildcards(wildcards):
         )
 
 
+def bench_priority(wildcards):
+    cell = {
+        key: wildcards[key] for key in ("framework", "version", "mode", "arch", "batch")
+    }
+    return BENCH_ORDER.get(cell_file(cell, int(wildcards.get("process", 0))), 0)
+
+
 def cell_request(wildcards):
     """Everything that determines a cell; a change in any of it reruns exactly that cell."""
     check_cell_wildcards(wildcards)
+    process = int(wildcards.get("process", 0))
+    if process >= PROCESSES:
+        raise ValueError(
+            f"process {process} of {wildcards.framework}/{wildcards.mode}/{wildcards.arch}/"
+            f"b{wildcards.batch}: bench.processes is {PROCESSES} (processes 0-{PROCESSES - 1})"
+        )
     bench = config["bench"]
     return dict(
         framework=wildcards.framework,
@@ -145,6 +192,12 @@ def cell_request(wildcards):
         inject_failure=f"{wildcards.framework}/{wildcards.mode}/{wildcards.arch}"
         in bench["inject_failure"],
         versions=VERSIONS[wildcards.framework],
+        process=process,
+        compile_options=(
+            config["torch_compile"].get(wildcards.mode, {})
+            if wildcards.framework == "torch"
+            else {}
+        ),
     )
 
 
@@ -188,8 +241,9 @@ COMPARED = [fw for fw in FRAMEWORKS if BASELINES[fw]]
 
 def current_cells(framework):
     return [
-        "results/cells/{framework}/{version}/{mode}/{arch}/b{batch}.nc".format(**cell)
+        cell_file(cell, process)
         for cell in CELLS
+        for process in range(PROCESSES)
         if cell["framework"] == framework
     ]
 

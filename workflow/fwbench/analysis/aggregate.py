@@ -1,8 +1,10 @@
 """Every benchmark cell in one xarray Dataset: `results/aggregate/bench.nc`.
 
-Dimensions framework, mode, arch, batch (and repeat for the raw iterations). A (framework,
-mode, arch, batch) position without a cell, e.g. a mode the framework does not have, is NaN
-with status "absent"; a failed cell keeps its status "failed" and its error message.
+Dimensions framework, mode, arch, batch, process (each of a cell's fresh processes; size 1 in
+a one-process sweep) and repeat for the raw iterations. A (framework, mode, arch, batch,
+process) position without a cell file, e.g. a mode the framework does not have, is NaN with
+status "absent"; a failed one keeps its status "failed" and its error message.
+`fwbench.analysis.processes.pool` reduces the process dimension for the statistics.
 
 The aggregate takes exactly the cell files it is given and refuses to mix: two cells for the
 same position, two versions of one framework, or cells from two hosts or devices raise with
@@ -36,6 +38,7 @@ TEXT_ATTRS = {
     "error": ("error_message", "why the cell failed; empty when it did not"),
     "traceback_tail": ("traceback_tail", "last lines of a failed cell's traceback"),
     "compile_how": ("compile_how", "how the framework says it compiled"),
+    "eager_ops": ("eager_ops", "ops a compiled mode left to the framework's eager kernels"),
     "counter_note": ("counter_note", "why counter_flops is what it is"),
     "start_utc": ("start_utc", "when the cell's measurement started"),
     "config_hash": ("config_hash", "hash of the settings that determine the cell"),
@@ -54,15 +57,16 @@ def _ordered(found: Iterable[str], preferred: Sequence[str]) -> list[str]:
 
 
 def _check_unique_positions(records: Sequence[CellRecord]) -> None:
-    seen: dict[tuple[str, str, str, int], str] = {}
+    seen: dict[tuple[str, str, str, int, int], str] = {}
     for record in records:
-        if record.key in seen:
+        position = (*record.key, record.process)
+        if position in seen:
             framework, mode, arch, batch = record.key
             raise ValueError(
-                f"two cells for {framework}/{mode}/{arch}/b{batch}: {seen[record.key]} and "
-                f"{record.path}"
+                f"two cells for {framework}/{mode}/{arch}/b{batch} process {record.process}: "
+                f"{seen[position]} and {record.path}"
             )
-        seen[record.key] = record.path
+        seen[position] = record.path
 
 
 def _check_agree(records: Sequence[CellRecord], attr: str, within_framework: bool) -> None:
@@ -119,19 +123,21 @@ def aggregate_cells(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
     modes = _ordered((r.key[1] for r in records), all_modes)
     archs = _ordered((r.key[2] for r in records), ARCHITECTURES)
     batches = sorted({r.key[3] for r in records})
+    processes = sorted({r.process for r in records})
     repeats = max(len(r.latency_s) for r in records)
     index = [
         {value: i for i, value in enumerate(values)}
-        for values in (frameworks, modes, archs, batches)
+        for values in (frameworks, modes, archs, batches, processes)
     ]
-    shape = tuple(len(values) for values in (frameworks, modes, archs, batches))
+    shape = tuple(len(values) for values in (frameworks, modes, archs, batches, processes))
 
     latency = np.full((*shape, repeats), np.nan)
     numbers = {name: np.full(shape, np.nan) for name in [*cell_file.SCALARS, *NUMERIC_ATTRS]}
     texts = {name: np.full(shape, "", dtype=object) for name in TEXT_ATTRS}
     texts["status"][...] = STATUS_ABSENT
     for record in records:
-        position = tuple(lookup[value] for lookup, value in zip(index, record.key, strict=True))
+        where = (*record.key, record.process)
+        position = tuple(lookup[value] for lookup, value in zip(index, where, strict=True))
         latency[position][: len(record.latency_s)] = record.latency_s
         for name in cell_file.SCALARS:
             numbers[name][position] = record.scalars[name]
@@ -144,7 +150,7 @@ def aggregate_cells(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
 
     versions = _framework_versions(records, frameworks)
     data_vars: dict[str, Any] = {
-        "latency_s": ((*CELL_DIMS, "repeat"), latency, {"units": "s"}),
+        "latency_s": ((*CELL_DIMS, "process", "repeat"), latency, {"units": "s"}),
         "framework_version": (
             "framework",
             np.array([versions["version"][f] for f in frameworks], dtype=object),
@@ -158,20 +164,22 @@ def aggregate_cells(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
     }
     units = cell_file.UNITS | NUMERIC_ATTRS
     for name, values in numbers.items():
-        data_vars[name] = (CELL_DIMS, values, {"units": units[name]})
+        data_vars[name] = ((*CELL_DIMS, "process"), values, {"units": units[name]})
     for name, values in texts.items():
-        data_vars[name] = (CELL_DIMS, values, {"description": TEXT_ATTRS[name][1]})
+        data_vars[name] = ((*CELL_DIMS, "process"), values, {"description": TEXT_ATTRS[name][1]})
 
     coords = {
         "framework": frameworks,
         "mode": modes,
         "arch": archs,
         "batch": np.array(batches, dtype=np.int64),
+        "process": np.array(processes, dtype=np.int64),
         "repeat": np.arange(repeats),
     }
     ds = xr.Dataset(data_vars, coords=coords)
     ds["batch"].attrs["units"] = "1"
     ds["repeat"].attrs["description"] = "index of the warm (timed) iteration"
+    ds["process"].attrs["description"] = "which of the cell's fresh processes (bench.processes)"
     ds.attrs.update(_provenance(records))
     ds.attrs["framework_versions"] = json.dumps(versions["version"], sort_keys=True)
     ds.attrs["cells"] = len(records)

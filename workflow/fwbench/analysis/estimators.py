@@ -15,6 +15,8 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats as scipy_stats
 
+from fwbench.rng import seeded_rng
+
 
 def describe(latency_s: np.ndarray) -> dict[str, np.ndarray]:
     """Descriptive statistics over the last axis (the repeats), NaNs ignored; NaN for cells
@@ -118,3 +120,66 @@ def break_even_iterations(
     while not compiled_wins(n):
         n += 1
     return float(n)
+
+
+def hierarchical_median_ci(
+    by_process: np.ndarray, confidence: float, resamples: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    """Percentile CI of the pooled median when the timings come in processes (rows of
+    `by_process`, NaN-padded): each resample draws processes with replacement, then timings
+    with replacement within each drawn process, so the interval holds the between-process
+    variation as well as the within-process one. NaN with fewer than two usable processes."""
+    rows = [row[np.isfinite(row)] for row in np.asarray(by_process, dtype=float)]
+    rows = [row for row in rows if len(row) >= 2]
+    if len(rows) < 2:
+        return math.nan, math.nan
+    width = max(len(row) for row in rows)
+    padded = np.full((len(rows), width), np.nan)
+    for i, row in enumerate(rows):
+        padded[i, : len(row)] = row
+    lengths = np.array([len(row) for row in rows])
+    chosen = rng.integers(len(rows), size=(resamples, len(rows)))
+    counts = lengths[chosen][..., None]  # each drawn process keeps its own count of timings
+    picks = (rng.random((resamples, len(rows), width)) * counts).astype(int)
+    drawn = padded[chosen[..., None], picks]
+    drawn[np.arange(width) >= counts] = np.nan
+    medians = np.nanmedian(drawn.reshape(resamples, -1), axis=1)
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(medians, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def cell_median_cis(
+    latency: np.ndarray,
+    by_process: np.ndarray | None,
+    ok: np.ndarray,
+    names: np.ndarray,
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) of each `ok` cell's median CI, seeded from (seed, the cell's name): over
+    processes then timings when `by_process` (cells × process × repeat) is given, else over
+    the timings (cells × repeat)."""
+    low, high = np.full(ok.shape, np.nan), np.full(ok.shape, np.nan)
+    for position in zip(*np.nonzero(ok), strict=True):
+        rng = seeded_rng(seed, str(names[position]))
+        if by_process is None:
+            ci = median_ci(latency[position], confidence, resamples, rng)
+        else:
+            ci = hierarchical_median_ci(by_process[position], confidence, resamples, rng)
+        low[position], high[position] = ci
+    return low, high
+
+
+def ci_level(processes: int) -> str:
+    """Which variation a median's CI covers, for the report."""
+    if processes > 1:
+        return (
+            f"hierarchical bootstrap: {processes} processes resampled, then timings within "
+            "each: covers between-process and within-process variation"
+        )
+    return (
+        "bootstrap over the timings of one process: within-process variation only "
+        "(bench.processes > 1 adds the between-process level)"
+    )

@@ -16,6 +16,7 @@ other cells.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -25,15 +26,16 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from fwbench.analysis.estimators import describe, median_ci
+from fwbench.analysis.estimators import cell_median_cis, ci_level, describe
+from fwbench.analysis.processes import pool, processes
 from fwbench.analysis.roofline import INVALID_FAST, HardwareLimits, levels_to_json, roofline
 from fwbench.analysis.speedups import compile_speedups
 from fwbench.analysis.winners import SCOPES, winner_variables
 from fwbench.io.atomic import write_netcdf, write_text
 from fwbench.io.dims import CELL_DIMS, EAGER_MODE, STATUS_ABSENT, STATUS_OK
-from fwbench.rng import seeded_rng
 
 FLAG_HIGH_CV, FLAG_CONTENDED, FLAG_NOT_COMPILED = "high_cv", "contended", "not_compiled"
+FLAG_PARTIAL = "partially_compiled"
 UNTRUSTED_FLAGS = (FLAG_HIGH_CV, FLAG_CONTENDED, INVALID_FAST)
 FLAG_MEANINGS = {
     FLAG_HIGH_CV: "coefficient of variation above the threshold: too noisy to trust",
@@ -42,6 +44,8 @@ FLAG_MEANINGS = {
         "faster than the cache-aware roofline lower bound: a missing sync or a wrong cost model"
     ),
     FLAG_NOT_COMPILED: "a compiled mode that the framework ran uncompiled (a silent fallback)",
+    FLAG_PARTIAL: "a compiled mode whose graph calls eager kernels for some ops (eager_ops): "
+    "its speedup is not the compiler's alone",
 }
 
 # The per-cell variables of stats.nc, with units; these are also the columns of stats.csv.
@@ -58,6 +62,7 @@ CELL_UNITS = {
     "median_ci_high_s": "s",
     "first_call_s": "s",
     "compile_overhead_s": "s",
+    "null_call_s": "s",
     "flops": "FLOP",
     "bytes": "B",
     "working_set_bytes": "B",
@@ -76,7 +81,15 @@ CELL_UNITS = {
     "busy_cpu_other": "cores",
     "cpu_pressure": "1",
 }
-_FROM_CELLS = ("first_call_s", "flops", "bytes", "working_set_bytes", "compiled", "contended")
+_FROM_CELLS = (
+    "first_call_s",
+    "null_call_s",
+    "flops",
+    "bytes",
+    "working_set_bytes",
+    "compiled",
+    "contended",
+)
 CELL_TEXT = {
     "status": "'ok' | 'failed' | 'absent' (no cell for this position)",
     "error_type": "exception class of a failed cell",
@@ -85,6 +98,7 @@ CELL_TEXT = {
     "memory_level": "the memory level whose bandwidth bounds the cell: the smallest its working"
     " set fits in ('' where the working set or the levels are unknown)",
     "flags": "comma-separated: " + ", ".join(FLAG_MEANINGS),
+    "eager_ops": "ops a compiled mode left to the framework's eager kernels (torch inductor)",
 }
 
 
@@ -131,44 +145,27 @@ def _cell_values(bench: xr.Dataset, name: str) -> np.ndarray:
     return bench[name].transpose(*CELL_DIMS).values
 
 
-def _flags(
-    cv_pct: np.ndarray,
-    contended: np.ndarray,
-    invalid_fast: np.ndarray,
-    not_compiled: np.ndarray,
-    threshold_pct: float,
-) -> np.ndarray:
-    flags = np.full(cv_pct.shape, "", dtype=object)
-    for flag, mask in (
-        (FLAG_HIGH_CV, cv_pct > threshold_pct),
-        (FLAG_CONTENDED, contended == 1),
-        (INVALID_FAST, invalid_fast),
-        (FLAG_NOT_COMPILED, not_compiled),
-    ):
+def _flags(masks: dict[str, np.ndarray]) -> np.ndarray:
+    """Comma-separated flag names per cell, in FLAG_MEANINGS order."""
+    shape = next(iter(masks.values())).shape
+    flags = np.full(shape, "", dtype=object)
+    for flag, mask in masks.items():
         flags[mask] = [f"{old},{flag}" if old else flag for old in flags[mask]]
     return flags
 
 
-def _median_cis(
-    latency: np.ndarray, ok: np.ndarray, coords: tuple[list, ...], settings: StatsSettings
-) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) of each measured cell's median CI, seeded from (seed, the cell's name)."""
-    frameworks, modes, archs, batches = coords
-    low, high = np.full(ok.shape, np.nan), np.full(ok.shape, np.nan)
-    for position in zip(*np.nonzero(ok), strict=True):
-        f, m, a, b = position
-        name = f"{frameworks[f]}/{modes[m]}/{archs[a]}/{batches[b]}"
-        low[position], high[position] = median_ci(
-            latency[position],
-            settings.confidence,
-            settings.bootstrap_resamples,
-            seeded_rng(settings.seed, name),
-        )
-    return low, high
+def _has_text(bench: xr.Dataset, name: str) -> np.ndarray:
+    if name not in bench:
+        return np.zeros(tuple(bench.sizes[d] for d in CELL_DIMS), dtype=bool)
+    return np.vectorize(bool, otypes=[bool])(_cell_values(bench, name))
 
 
 def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings) -> xr.Dataset:
-    """stats.nc as a Dataset: per-cell statistics, speedups, winners; provenance in attrs."""
+    """stats.nc as a Dataset: per-cell statistics, speedups, winners; provenance in attrs.
+    A cell's processes are pooled (fwbench.analysis.processes); with more than one, the
+    medians' CIs resample processes first."""
+    process_count = processes(bench)
+    bench = pool(bench)
     coords = tuple(bench[d].values.tolist() for d in CELL_DIMS)
     status = _cell_values(bench, "status").astype(object)
     ok = status == STATUS_OK
@@ -176,7 +173,20 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     latency[~ok] = np.nan  # a failed cell's partial timings are not statistics
 
     cells: dict[str, np.ndarray] = describe(latency)
-    cells["median_ci_low_s"], cells["median_ci_high_s"] = _median_cis(latency, ok, coords, settings)
+    by_process = None
+    if process_count > 1:
+        by_process = bench["latency_by_process_s"].transpose(*CELL_DIMS, "process", "iteration")
+        by_process = by_process.values
+    names = np.array(["/".join(map(str, key)) for key in itertools.product(*coords)])
+    cells["median_ci_low_s"], cells["median_ci_high_s"] = cell_median_cis(
+        latency,
+        by_process,
+        ok,
+        names.reshape(ok.shape),
+        settings.confidence,
+        settings.bootstrap_resamples,
+        settings.seed,
+    )
     for name in (*_FROM_CELLS, "busy_cpu_other", "cpu_pressure"):
         cells[name] = np.where(ok, _cell_values(bench, name), np.nan)
     cells["compile_overhead_s"] = cells["first_call_s"] - cells["median_s"]
@@ -209,12 +219,17 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         "error": _cell_values(bench, "error").astype(object),
         "bound": metrics.bound,
         "memory_level": metrics.memory_level,
+        "eager_ops": np.where(ok, _cell_values(bench, "eager_ops"), "").astype(object)
+        if "eager_ops" in bench
+        else np.full(ok.shape, "", dtype=object),
         "flags": _flags(
-            cells["cv_pct"],
-            cells["contended"],
-            metrics.invalid_fast,
-            ok & is_compiled_mode & (cells["compiled"] == 0),
-            settings.cv_threshold_pct,
+            {
+                FLAG_HIGH_CV: cells["cv_pct"] > settings.cv_threshold_pct,
+                FLAG_CONTENDED: cells["contended"] == 1,
+                INVALID_FAST: metrics.invalid_fast,
+                FLAG_NOT_COMPILED: ok & is_compiled_mode & (cells["compiled"] == 0),
+                FLAG_PARTIAL: ok & is_compiled_mode & _has_text(bench, "eager_ops"),
+            }
         ),
     }
     data_vars: dict[str, Any] = {
@@ -248,6 +263,8 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         "roofline_reported_ridge_flop_per_byte": limits.reported_ridge_flop_per_byte,
         "flags": "; ".join(f"{flag}: {meaning}" for flag, meaning in FLAG_MEANINGS.items()),
         "bootstrap": "percentile method, each cell seeded from (stats_seed, cell name)",
+        "processes": process_count,
+        "median_ci_level": ci_level(process_count),
         "title": "fwbench: statistics, roofline efficiency, compile speedups and winners",
     }
     return summary

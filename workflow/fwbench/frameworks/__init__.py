@@ -10,6 +10,7 @@ tensorflow.
 from __future__ import annotations
 
 import importlib
+import re
 from types import ModuleType
 
 MODES: dict[str, tuple[str, ...]] = {
@@ -30,10 +31,20 @@ DISTRIBUTIONS: dict[str, tuple[tuple[str, ...], ...]] = {
 }
 
 
+# torch's compiled variants: `compiled_<name>`, each with its own torch.compile options
+# (config `torch_compile`), so one sweep can hold several.
+COMPILED_VARIANT = re.compile(r"compiled_[a-z0-9_]+")
+TORCH_COMPILE_OPTIONS = ("mode", "fullgraph", "dynamic", "freezing")
+
+
+def is_compiled_variant(framework: str, mode: str) -> bool:
+    return framework == "torch" and COMPILED_VARIANT.fullmatch(mode) is not None
+
+
 def check_framework_mode(framework: str, mode: str) -> None:
     if framework not in MODES:
         raise ValueError(f"unknown framework {framework!r}; known: {', '.join(MODES)}")
-    if mode not in MODES[framework]:
+    if mode not in MODES[framework] and not is_compiled_variant(framework, mode):
         known = ", ".join(MODES[framework])
         raise ValueError(f"mode {mode!r} does not exist for {framework}; its modes: {known}")
 

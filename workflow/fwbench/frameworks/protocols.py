@@ -9,7 +9,7 @@ interfaces, so it never branches on the framework's name.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -31,6 +31,10 @@ class CompileInfo:
     graph_breaks: int = 0
     fallbacks: int = 0
     details: dict[str, Any] = field(default_factory=dict)
+    # Ops the compiler left to the framework's own eager kernels inside a compiled graph
+    # (beyond the GEMM/convolution libraries both paths call): "" when there are none. A
+    # compiled cell with any is `partially_compiled`: its hot path may be the eager one.
+    eager_ops: str = ""
 
 
 # ---- inference -----------------------------------------------------------------------------
@@ -78,7 +82,20 @@ class InferenceAdapter(Protocol):
     def set_threads(self, threads: int) -> dict[str, Any]:
         """Apply the framework's own thread API; returns what it set, for provenance."""
 
-    def build(self, spec: ArchSpec, weights: Weights, mode: str, device: str) -> Runner: ...
+    def build(
+        self,
+        spec: ArchSpec,
+        weights: Weights,
+        mode: str,
+        device: str,
+        options: dict[str, Any] | None = None,
+    ) -> Runner:
+        """`options`: the compiler's options for a compiled mode (torch.compile's); an
+        adapter whose modes take none raises on any."""
+
+    def null_call(self, device: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+        """The framework's dispatch floor: a call of one elementwise op on a 1-element tensor
+        on `device`, and its sync; timed beside every cell as its null-call baseline."""
 
 
 # ---- training ------------------------------------------------------------------------------

@@ -7,6 +7,8 @@ measured, and says why in `status`/`error_*` attributes.
 Variables (SI units in the `units` attribute):
   latency_s(repeat)   s      each warm iteration, perf_counter_ns around call + sync
   first_call_s        s      the first call (tracing/compilation + first run), not in latency_s
+  null_call_s         s      median of the framework's null call (one elementwise op on a
+                             1-element tensor, synced): its dispatch floor; schema version 3
   flops               FLOP   analytic, per call (fwbench.model.cost)
   bytes               B      analytic compulsory traffic per call (weights + input + output)
   activation_bytes    B      analytic estimate of activation traffic (labelled an estimate)
@@ -23,14 +25,16 @@ Variables (SI units in the `units` attribute):
   other_cores_during  cores  other processes' CPU use during the warm-up and timed calls
   cpu_pressure        1      PSI: share of the warm-up and timed calls in which some task waited
                              for a CPU (NaN without /proc/pressure/cpu); schema version 2
-Attributes: framework, framework_version, versions (JSON of every relevant distribution),
-mode, arch, batch, status ('ok' | 'failed'), error_type, error_message, traceback_tail,
-compile_how, counter_note, device, host, threads (JSON of every thread setting), warmup,
-repeats, config_hash, git_commit, start_ns, end_ns (time.time_ns wall clock), start_utc,
-end_utc, contended (0/1: the machine was busy during the cell), attempts, and where the
-cell's time went: import_s (framework import), build_s (model build + input on device),
-warmup_s (the untimed warm-up calls); schema_version (SCHEMA_VERSION; cells written before the
-attribute existed have version 1's layout and are read as version 1).
+Attributes: framework, framework_version, versions (JSON of every relevant distribution), mode,
+arch, batch, process (which of the cell's fresh processes: 0 when absent), status ('ok' |
+'failed'), error_type, error_message, traceback_tail, compile_how, eager_ops (ops a compiled
+mode left to the framework's eager kernels, beyond the GEMM/convolution libraries; '' when
+none), counter_note, device, host, threads (JSON of every thread setting), warmup, repeats,
+config_hash, git_commit, start_ns, end_ns (time.time_ns wall clock), start_utc, end_utc,
+contended (0/1: the machine was busy during the cell), attempts, and where the cell's time
+went: import_s (framework import), build_s (model build + input on device), warmup_s (the
+untimed warm-up calls); schema_version (SCHEMA_VERSION; cells written before the attribute
+existed have version 1's layout and are read as version 1).
 
 Two readers, both here: `read_cell` (xarray, the whole file) and `read_cell_record` (h5py's
 low-level API, what the aggregate needs, about 20x faster at 10,000 cells). Both check the
@@ -61,6 +65,7 @@ from fwbench.io.dims import STATUS_OK
 UNITS = {
     "latency_s": "s",
     "first_call_s": "s",
+    "null_call_s": "s",
     "flops": "FLOP",
     "bytes": "B",
     "activation_bytes": "B",
@@ -75,9 +80,9 @@ UNITS = {
 }
 SCALARS = [name for name in UNITS if name != "latency_s"]
 SCHEMA_VERSION = 3
-# Version 1 lacks the contention variables other_cores_probe, other_cores_during, cpu_pressure,
-# versions 1 and 2 lack working_set_bytes (all read as NaN); cells from before the attribute
-# existed have version 1's layout.
+# Version 1 lacks the contention variables other_cores_probe, other_cores_during, cpu_pressure;
+# versions 1 and 2 lack working_set_bytes and null_call_s (all read as NaN). Cells from before
+# the attribute existed have version 1's layout.
 READABLE = (1, 2, 3)
 UNVERSIONED = 1
 WHAT = "cell file"
@@ -147,6 +152,11 @@ class CellRecord:
             str(self.attrs["arch"]),
             int(self.attrs["batch"]),
         )
+
+    @property
+    def process(self) -> int:
+        """Which of the cell's fresh processes measured it (cells before processes: 0)."""
+        return int(self.attrs.get("process", 0))
 
 
 def _plain(value: np.ndarray) -> Any:

@@ -30,6 +30,8 @@ from fwbench.measure.harness import Timing, peak_rss_bytes, time_calls, timing_l
 from fwbench.measure.threads import setup_threads
 
 TRACEBACK_TAIL_LINES = 15
+# The null-call baseline: enough calls for a stable median of a few-µs call, in a few ms.
+NULL_WARMUP, NULL_REPEATS = 20, 200
 
 
 class InjectedFailure(RuntimeError):
@@ -55,10 +57,14 @@ class CellRequest:
     inject_failure: bool = False
     lock: str = "/tmp/fwbench-timing.lock"
     versions: dict[str, str] = field(default_factory=dict)
+    process: int = 0  # which of the cell's fresh processes this is
+    compile_options: dict[str, Any] = field(default_factory=dict)  # torch.compile's
 
     def settings_hash(self) -> str:
+        """What determines the cell: every process of a cell has the same hash."""
         settings = asdict(self)
         settings.pop("lock")
+        settings.pop("process")
         return provenance.config_hash(settings)
 
 
@@ -85,7 +91,11 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         )
     start = time.perf_counter()
     runner = adapter.build(
-        spec, weights.make_weights(spec, request.seed), request.mode, request.device
+        spec,
+        weights.make_weights(spec, request.seed),
+        request.mode,
+        request.device,
+        request.compile_options or None,
     )
     prepared = runner.prepare(weights.make_input(spec, request.batch, request.seed))
     cell.attrs["build_s"] = time.perf_counter() - start
@@ -109,12 +119,15 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         timing.first_call_s = first_call_s
         attempts += 1
 
+    null_call, null_sync = adapter.null_call(request.device)
+    null = time_calls(null_call, null_sync, NULL_WARMUP, NULL_REPEATS, quiet_probe_s=0.0)
     info = runner.compile_info()
     counter, counter_note = runner.counter_flops(prepared)
     device_peak = runner.peak_device_memory_bytes()
     cell.latency_s = timing.latency_s
     cell.scalars |= {
         "first_call_s": timing.first_call_s,
+        "null_call_s": float(np.median(null.latency_s)),
         "counter_flops": np.nan if counter is None else counter,
         "peak_mem_bytes": device_peak if device_peak is not None else peak_rss_bytes(),
         "compiled": float(info.compiled),
@@ -130,6 +143,7 @@ def _measure(request: CellRequest, cell: Cell) -> None:
     }
     cell.attrs |= {
         "compile_how": info.how,
+        "eager_ops": info.eager_ops,
         "compile_details": info.details,
         "counter_note": counter_note,
         "peak_mem_kind": "device allocator peak" if device_peak is not None else "process RSS",
@@ -211,6 +225,7 @@ def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
         "host": provenance.host(),
         "threads": threads_info,
         "warmup": request.warmup,
+        "process": request.process,
         "config_hash": request.settings_hash(),
         "git_commit": provenance.git_commit(Path(__file__).parent),
         "compile_cache": "cold: a fresh temporary cache directory per cell",

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from pathlib import Path
 
+SYSFS_CPU = Path("/sys/devices/system/cpu")
 # Read by OpenMP, MKL, OpenBLAS and numexpr when they load: set before any framework import.
 _THREAD_ENV = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS")
 
@@ -15,9 +18,41 @@ def affinity_cores() -> int:
     return os.cpu_count() or 1
 
 
+def _physical_core(cpu: int, root: Path) -> tuple[int, ...]:
+    """(package, core) of a logical CPU; the CPU itself where sysfs does not say."""
+    topology = root / f"cpu{cpu}" / "topology"
+    try:
+        return (
+            int((topology / "physical_package_id").read_text()),
+            int((topology / "core_id").read_text()),
+        )
+    except (OSError, ValueError):
+        return (-1, cpu)
+
+
+def physical_core_order(cpus: Iterable[int], root: Path = SYSFS_CPU) -> list[int]:
+    """`cpus` with one logical CPU per physical core first (the lowest-numbered sibling of
+    each), then the SMT siblings: pinning the first n puts n threads on n physical cores."""
+    first, siblings, seen = [], [], set()
+    for cpu in sorted(cpus):
+        core = _physical_core(cpu, root)
+        (siblings if core in seen else first).append(cpu)
+        seen.add(core)
+    return first + siblings
+
+
+def physical_cores(root: Path = SYSFS_CPU) -> int:
+    """Physical cores in this process's affinity mask."""
+    if not hasattr(os, "sched_getaffinity"):
+        return os.cpu_count() or 1
+    return len({_physical_core(cpu, root) for cpu in os.sched_getaffinity(0)})
+
+
 def resolve_threads(threads: int | str) -> int:
+    """`auto`: one thread per physical core of the affinity mask (SMT siblings share a core's
+    FMA units and caches, so a second thread on one core adds noise, not throughput)."""
     if threads == "auto":
-        return affinity_cores()
+        return physical_cores()
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer or 'auto', got {threads!r}")
     return threads
@@ -41,14 +76,15 @@ def apply_thread_env(threads: int) -> dict[str, str]:
 
 
 def pin_to_cores(threads: int) -> list[int]:
-    """Restrict this process to `threads` cores of its affinity mask, so that no framework's
-    pool (XLA's included, which has no thread-count flag) can spread beyond them."""
+    """Restrict this process to `threads` CPUs of its affinity mask, one per physical core
+    while there are cores left, so that no framework's pool (XLA's included, which has no
+    thread-count flag) can spread beyond them."""
     if not hasattr(os, "sched_setaffinity"):
         return []
-    cores = sorted(os.sched_getaffinity(0))
+    cores = physical_core_order(os.sched_getaffinity(0))
     if threads > len(cores):
         raise ValueError(f"threads={threads} but only {len(cores)} cores are in the affinity mask")
-    chosen = cores[:threads]
+    chosen = sorted(cores[:threads])
     os.sched_setaffinity(0, chosen)
     return chosen
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from fwbench.analysis.processes import pool
 from fwbench.io.atomic import write_text
 from fwbench.io.common import read_netcdf
 from fwbench.present.hardware_summary import read_hardware_summary
@@ -100,7 +101,7 @@ def embedded_tables(files: Mapping[str, Path], names: Sequence[str], heading: st
 def render_report(inputs: ReportInputs, report_path: PathLike) -> str:
     """The report's Markdown; figure links are relative to `report_path`'s directory."""
     stats = read_netcdf(inputs.stats)
-    bench = read_netcdf(inputs.bench) if inputs.bench else None
+    bench = pool(read_netcdf(inputs.bench)) if inputs.bench else None
     hardware = read_hardware_summary(inputs.hardware)
     tables = table_files(inputs.tables)
     report_dir = Path(report_path).resolve().parent

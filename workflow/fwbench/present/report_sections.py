@@ -18,6 +18,7 @@ from fwbench.io.dims import CELL_DIMS, STATUS_OK
 from fwbench.present.figure_data import FigureInputs, cell_name, cells_where, variants
 from fwbench.present.format import MISSING, fixed, latency_us, ratio, significant
 from fwbench.present.hardware_summary import HardwareSummary
+from fwbench.present.report_compile import RECURRENT_EAGER, compile_rows
 from fwbench.present.tables import markdown_table
 
 # The order and titles of the figures the report shows; a figure not listed comes last.
@@ -55,28 +56,6 @@ def header_section(stats: xr.Dataset, hardware: HardwareSummary | None) -> str:
     )
 
 
-def _compile_rows(stats: xr.Dataset, bench: xr.Dataset | None) -> list[list[Any]]:
-    rows = []
-    for framework, mode in variants(stats):
-        cell = stats.sel(framework=framework, mode=mode)
-        ok = cell["status"].values == STATUS_OK
-        compiled = cell["compiled"].values[ok]
-        really = f"{int(np.nansum(compiled == 1))} of {int(ok.sum())} cells"
-        how, graphs, breaks, fallbacks = MISSING, MISSING, MISSING, MISSING
-        if bench is not None:
-            at = bench.sel(framework=framework, mode=mode)
-            hows = sorted({str(h) for h in at["compile_how"].values[ok] if str(h)})
-            how = "; ".join(hows) or MISSING
-            graph_values = at["graph_count"].values[ok]
-            if np.isfinite(graph_values).any():
-                low, high = int(np.nanmin(graph_values)), int(np.nanmax(graph_values))
-                graphs = str(low) if low == high else f"{low}–{high}"
-            breaks = fixed(float(np.nansum(at["graph_breaks"].values[ok])), digits=0)
-            fallbacks = fixed(float(np.nansum(at["fallbacks"].values[ok])), digits=0)
-        rows.append([framework, mode, how, really, graphs, breaks, fallbacks])
-    return rows
-
-
 def method_section(stats: xr.Dataset, bench: xr.Dataset | None, settings: Mapping[str, Any]) -> str:
     attrs = stats.attrs
     thread_count = _thread_counts(attrs.get("threads", ""))
@@ -101,8 +80,17 @@ def method_section(stats: xr.Dataset, bench: xr.Dataset | None, settings: Mappin
                     extra = " (" + ", ".join(f"{k} {v}" for k, v in detail.items()) + ")"
             versions.append(f"{framework} {version}{extra}")
     compile_table = markdown_table(
-        ["framework", "mode", "how", "ran compiled", "graphs", "graph breaks", "fallbacks"],
-        _compile_rows(stats, bench),
+        [
+            "framework",
+            "mode",
+            "how",
+            "ran compiled",
+            "graphs",
+            "graph breaks",
+            "fallbacks",
+            "eager ops in the graph",
+        ],
+        compile_rows(stats, bench),
     )
     flagged = _uncompiled_cells(stats)
     return (
@@ -113,7 +101,9 @@ def method_section(stats: xr.Dataset, bench: xr.Dataset | None, settings: Mappin
         "before the clock stops; the first call (tracing/compilation) is timed apart.\n"
         f"- Statistics: median with a {fixed(attrs.get('stats_confidence', math.nan), 100, 0)}% "
         f"percentile-bootstrap CI ({attrs.get('stats_bootstrap_resamples', MISSING)} "
-        f"resamples); CV above {attrs.get('stats_cv_threshold_pct', MISSING)}% is flagged "
+        f"resamples; {attrs.get('median_ci_level', 'over the timings of one process')}); "
+        "compile speedups' CIs and the winners' tests use each cell's pooled timings. "
+        f"CV above {attrs.get('stats_cv_threshold_pct', MISSING)}% is flagged "
         "noisy. A winner is declared only when every other variant is slower both "
         "significantly (one-sided Mann–Whitney U in the medians' direction, p doubled, "
         "Holm-corrected across the table, "
@@ -133,6 +123,7 @@ def method_section(stats: xr.Dataset, bench: xr.Dataset | None, settings: Mappin
         "`dram_efficiency` against the STREAM triad for every cell; `invalid_fast` means "
         "faster than the cache-aware roof.\n"
         + _quality_line(stats, settings)
+        + _null_call_line(stats)
         + f"- Versions: {'; '.join(versions) or MISSING}.\n\n"
         "What each mode means, in the adapters' own words, and whether it really ran compiled "
         "(the framework's own evidence: graphs traced, breaks, fallbacks"
@@ -140,6 +131,7 @@ def method_section(stats: xr.Dataset, bench: xr.Dataset | None, settings: Mappin
         + "):\n\n"
         + compile_table
         + (f"\nCompiled modes that ran uncompiled: {', '.join(flagged)}.\n" if flagged else "")
+        + RECURRENT_EAGER
     )
 
 
@@ -165,6 +157,25 @@ def _quality_line(stats: xr.Dataset, settings: Mapping[str, Any]) -> str:
         f"- Measurement quality: median CV {fixed(float(cv.median(skipna=True)))}% over "
         f"{measured} measured cells ({', '.join(parts)}); {contended} cell(s) contended "
         f"({rule}).\n"
+    )
+
+
+def _null_call_line(stats: xr.Dataset) -> str:
+    """Each framework's dispatch floor: its null call's median over the cells that ran."""
+    if "null_call_s" not in stats:
+        return ""
+    ok = stats["status"] == STATUS_OK
+    parts = []
+    for framework in stats["framework"].values:
+        null = stats["null_call_s"].where(ok).sel(framework=framework).values
+        null = null[np.isfinite(null)]
+        if null.size:
+            parts.append(f"{framework} {latency_us(float(np.median(null)))} µs")
+    if not parts:
+        return ""
+    return (
+        "- Null call (one elementwise op on a 1-element tensor, synced: the framework's "
+        f"dispatch floor, below which no cell can go), median over cells: {', '.join(parts)}.\n"
     )
 
 

@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Callable
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from fwbench.frameworks import check_framework_mode, check_threads
@@ -153,7 +155,24 @@ def _jit_cache_size(jitted: Any) -> int:
     return int(size()) if callable(size) else 0
 
 
-def build(spec: ArchSpec, weights: Weights, mode: str, device: str) -> JaxRunner:
+def null_call(device: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+    """JAX's dispatch floor: one jitted add on a 1-element array, blocked on."""
+    x = jax.device_put(jnp.zeros(1, dtype=jnp.float32), jax_device(device))
+    add_one = jax.jit(lambda v: v + 1.0)
+    return (lambda: add_one(x)), jax.block_until_ready
+
+
+def build(
+    spec: ArchSpec,
+    weights: Weights,
+    mode: str,
+    device: str,
+    options: dict[str, Any] | None = None,
+) -> JaxRunner:
+    """A Runner for `spec` holding `weights` in `mode` on `device`; jax modes take no
+    compiler options."""
+    if options:
+        raise ValueError(f"jax modes take no compile options, got {sorted(options)}")
     return JaxRunner(spec, weights, mode, device)
 
 

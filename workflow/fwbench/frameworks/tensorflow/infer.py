@@ -224,6 +224,27 @@ class TensorFlowRunner:
         )
 
 
-def build(spec: ArchSpec, weights: Weights, mode: str, device: str) -> TensorFlowRunner:
-    """A Runner for `spec` with `weights` in `mode` (eager, function, xla) on `device`."""
+def null_call(device: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+    """TensorFlow's dispatch floor: one eager add on a 1-element tensor, read back."""
+    with tf.device(_device_name(device)):
+        x = tf.zeros([1])
+
+    def call() -> tf.Tensor:
+        with tf.device(_device_name(device)):
+            return tf.add(x, 1.0)
+
+    return call, lambda output: output.numpy()
+
+
+def build(
+    spec: ArchSpec,
+    weights: Weights,
+    mode: str,
+    device: str,
+    options: dict[str, Any] | None = None,
+) -> TensorFlowRunner:
+    """A Runner for `spec` holding `weights` in `mode` on `device`; tensorflow modes take no
+    compiler options."""
+    if options:
+        raise ValueError(f"tensorflow modes take no compile options, got {sorted(options)}")
     return TensorFlowRunner(spec, weights, mode, device)

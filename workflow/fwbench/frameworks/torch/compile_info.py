@@ -26,16 +26,21 @@ def counter_snapshot() -> Snapshot:
 
 
 def compile_info_since(
-    start: Snapshot, how: str, details: dict[str, Any] | None = None
+    start: Snapshot,
+    how: str,
+    details: dict[str, Any] | None = None,
+    recorder: EagerOpRecorder | None = None,
 ) -> CompileInfo:
-    """The compilation since `start`; `details` are added to dynamo's. Raises RuntimeError
-    while dynamo has seen no frame since `start` (the compiled callable was never called)."""
+    """The compilation since `start`; `details` are added to dynamo's, and the ops `recorder`
+    saw left to eager kernels. Raises RuntimeError while dynamo has seen no frame since
+    `start` (the compiled callable was never called)."""
     now = counter_snapshot()
     delta = {group: now[group] - start[group] for group in GROUPS}
     frames = delta["frames"]["total"]
-    if frames == 0:
-        raise RuntimeError("compile_info() is valid only after the first call")
     graphs = delta["stats"]["unique_graphs"]
+    # fullgraph=True captures its graph without counting a frame: a graph counts as a call.
+    if frames == 0 and graphs == 0:
+        raise RuntimeError("compile_info() is valid only after the first call")
     breaks = delta["graph_break"] | delta["unimplemented"]
     return CompileInfo(
         compiled=graphs > 0,
@@ -51,6 +56,64 @@ def compile_info_since(
             "inductor": dict(delta["inductor"]),
             "aot_autograd": dict(delta["aot_autograd"]),
             "torch": torch.__version__,
+            "library_ops": dict(recorder.library_ops) if recorder else None,
         }
         | (details or {}),
+        eager_ops=eager_ops_text(recorder),
     )
+
+
+# Library kernels inductor calls in place of generating code, exactly as eager torch does
+# (BLAS/oneDNN GEMMs and convolutions, with or without freezing's prepacking): not a sign of
+# an uncompiled hot path. Matched in the extern kernel's name.
+LIBRARY_KERNELS = ("mm", "conv", "linear")
+
+
+def _kernel_name(ir_node: Any) -> str:
+    name = getattr(ir_node, "python_kernel_name", None) or getattr(ir_node, "op_overload", None)
+    return str(name or type(ir_node).__name__)
+
+
+def _is_multi_output(ir_node: Any) -> bool:
+    return type(ir_node).__name__ == "MultiOutput"
+
+
+class EagerOpRecorder:
+    """An inductor scheduler pass (before fusion) that changes nothing and records the extern
+    kernels of the graph: what inductor calls instead of generating code. Outside the GEMM and
+    convolution libraries, each is the aten kernel eager torch runs."""
+
+    def __init__(self) -> None:
+        self.eager_ops: Counter[str] = Counter()
+        self.library_ops: Counter[str] = Counter()
+
+    def __call__(self, nodes: list[Any]) -> list[Any]:
+        from torch._inductor.scheduler import ExternKernelSchedulerNode
+
+        for node in nodes:
+            # MultiOutput nodes only unpack a multi-output kernel's results
+            if isinstance(node, ExternKernelSchedulerNode) and not _is_multi_output(node.node):
+                name = _kernel_name(node.node)
+                library = any(part in name for part in LIBRARY_KERNELS)
+                (self.library_ops if library else self.eager_ops)[name] += 1
+        return nodes
+
+
+def install_recorder() -> EagerOpRecorder | None:
+    """A fresh recorder in inductor's pre-fusion scheduler pass for the compilations to come;
+    None where this torch has no such hook. inductor's FX graph cache is turned off with it:
+    a cache hit would skip the scheduler, and so the recording (each cell compiles cold)."""
+    import torch._inductor.config as inductor_config
+
+    if not hasattr(inductor_config, "_pre_fusion_custom_pass"):
+        return None
+    recorder = EagerOpRecorder()
+    inductor_config._pre_fusion_custom_pass = recorder
+    inductor_config.fx_graph_cache = False
+    return recorder
+
+
+def eager_ops_text(recorder: EagerOpRecorder | None) -> str:
+    if recorder is None:
+        return ""
+    return ", ".join(f"{name} ×{count}" for name, count in sorted(recorder.eager_ops.items()))

@@ -1,19 +1,27 @@
 """The torch inference adapter: `build(spec, weights, mode, device) -> Runner`.
 
-Modes: `eager` runs the nn.Module in eval under torch.inference_mode(); `compiled` runs
-torch.compile(module) (default inductor backend), also under torch.inference_mode().
+Modes: `eager` runs the nn.Module in eval under torch.inference_mode(); `compiled` and the
+`compiled_<name>` variants run torch.compile(module, **options) (inductor backend; options:
+mode, fullgraph, dynamic, and inductor's freezing), also under torch.inference_mode().
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-from fwbench.frameworks import check_framework_mode, check_threads
+from fwbench.frameworks import TORCH_COMPILE_OPTIONS, check_framework_mode, check_threads
 from fwbench.frameworks.protocols import CompileInfo
-from fwbench.frameworks.torch.compile_info import Snapshot, compile_info_since, counter_snapshot
+from fwbench.frameworks.torch.compile_info import (
+    EagerOpRecorder,
+    Snapshot,
+    compile_info_since,
+    counter_snapshot,
+    install_recorder,
+)
 from fwbench.frameworks.torch.models import build_module
 from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
@@ -54,8 +62,22 @@ def _strict_float32_on_cuda() -> dict[str, bool]:
 class TorchRunner:
     """One torch model in one mode on one device (a frameworks.protocols.Runner)."""
 
-    def __init__(self, spec: ArchSpec, weights: Weights, mode: str, device: str) -> None:
+    def __init__(
+        self,
+        spec: ArchSpec,
+        weights: Weights,
+        mode: str,
+        device: str,
+        options: dict[str, Any] | None = None,
+    ) -> None:
         check_framework_mode("torch", mode)
+        self.options = dict(options or {})
+        unknown = sorted(set(self.options) - set(TORCH_COMPILE_OPTIONS))
+        if unknown:
+            known = ", ".join(TORCH_COMPILE_OPTIONS)
+            raise ValueError(f"unknown torch.compile options {unknown}; known: {known}")
+        if self.options and mode == "eager":
+            raise ValueError(f"eager takes no compile options, got {sorted(self.options)}")
         if device not in DEVICES:
             raise ValueError(f"unknown device {device!r}; known: {', '.join(DEVICES)}")
         if device == "cuda" and not torch.cuda.is_available():
@@ -74,7 +96,8 @@ class TorchRunner:
         self.module = build_module(spec, weights).to(self.device)
         self._forward = self.module
         self._counters_at_build: Snapshot = {}
-        if mode == "compiled":
+        self._recorder: EagerOpRecorder | None = None
+        if mode != "eager":
             self._forward = self._compile()
 
     def _compile(self) -> Any:
@@ -87,7 +110,14 @@ class TorchRunner:
         # previous model's compiled code, and this runner's counters would show no compilation.
         torch._dynamo.reset()
         self._counters_at_build = counter_snapshot()
-        return torch.compile(self.module)
+        self._recorder = install_recorder()
+        import torch._inductor.config
+
+        options = dict(self.options)
+        # Freezing is an inductor setting, not a torch.compile argument; each cell is its own
+        # process, so setting it process-wide changes only this runner.
+        torch._inductor.config.freezing = bool(options.pop("freezing", False))
+        return torch.compile(self.module, **options)
 
     def prepare(self, x: np.ndarray) -> torch.Tensor:
         expected = self.spec.input_shape(len(x))
@@ -130,10 +160,12 @@ class TorchRunner:
         return compile_info_since(
             self._counters_at_build,
             how=(
-                "torch.compile(module), backend inductor, under torch.inference_mode; "
-                "torch._dynamo.config.allow_rnn=True so nn.RNN/nn.LSTM are traced, not eager"
+                f"torch.compile(module{_arguments(self.options)}), backend inductor, under "
+                "torch.inference_mode; torch._dynamo.config.allow_rnn=True so nn.RNN/nn.LSTM "
+                "are traced, not eager"
             ),
             details={"settings": self.settings},
+            recorder=self._recorder,
         )
 
     def peak_device_memory_bytes(self) -> int | None:
@@ -172,6 +204,29 @@ class TorchRunner:
         return float(counter.get_total_flops()), "torch FlopCounterMode, one eager call"
 
 
-def build(spec: ArchSpec, weights: Weights, mode: str, device: str) -> TorchRunner:
-    """A Runner for `spec` holding `weights`, in `mode` ('eager' | 'compiled') on `device`."""
-    return TorchRunner(spec, weights, mode, device)
+def _arguments(options: dict[str, Any]) -> str:
+    return "".join(f", {key}={value!r}" for key, value in sorted(options.items()))
+
+
+def null_call(device: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+    """torch's dispatch floor: one add on a 1-element tensor under inference mode, synced."""
+    x = torch.zeros(1, device=device)
+    sync = (lambda _: torch.cuda.synchronize()) if device == "cuda" else (lambda _: None)
+
+    def call() -> torch.Tensor:
+        with torch.inference_mode():
+            return torch.add(x, 1.0)
+
+    return call, sync
+
+
+def build(
+    spec: ArchSpec,
+    weights: Weights,
+    mode: str,
+    device: str,
+    options: dict[str, Any] | None = None,
+) -> TorchRunner:
+    """A Runner for `spec` holding `weights`, in `mode` ('eager', 'compiled', 'compiled_<name>')
+    on `device`, compiled with torch.compile `options` (TORCH_COMPILE_OPTIONS)."""
+    return TorchRunner(spec, weights, mode, device, options)

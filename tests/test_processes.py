@@ -1,0 +1,132 @@
+"""A cell measured in several fresh processes: the aggregate keeps them apart, `pool` makes one
+cell of them, and the medians' CIs resample processes first."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fwbench.analysis.aggregate import aggregate_cells
+from fwbench.analysis.estimators import hierarchical_median_ci, median_ci
+from fwbench.analysis.processes import pool
+from fwbench.analysis.roofline import HardwareLimits
+from fwbench.analysis.stats import StatsSettings, summarize
+from fwbench.io.cell_file import Cell, write_cell
+from fwbench.io.dims import STATUS_FAILED
+from fwbench.rng import seeded_rng, seeded_shuffle
+
+PROVENANCE = {"host": "h", "device": "cpu", "framework_version": "1.0", "contended": 0}
+
+
+def _cell(process: int, latency, **scalars) -> Cell:
+    cell = Cell("torch", "eager", "mlp", 1, repeats=len(latency))
+    cell.latency_s = np.asarray(latency, dtype=float)
+    cell.scalars = {"first_call_s": 1.0 + process, "flops": 1e3, "bytes": 1e3, "compiled": 1.0}
+    cell.scalars |= {"working_set_bytes": 2e3} | scalars
+    cell.attrs = PROVENANCE | {"process": process}
+    return cell
+
+
+def _bench(tmp_path, cells):
+    paths = []
+    for i, cell in enumerate(cells):
+        paths.append(tmp_path / f"c{i}.nc")
+        write_cell(cell, paths[-1])
+    return aggregate_cells(paths)
+
+
+def test_pool_stacks_the_timings_and_reduces_each_variable_by_its_meaning(tmp_path):
+    bench = _bench(
+        tmp_path,
+        [
+            _cell(0, [1.0, 2.0], busy_cpu_other=0.1, compiled=1.0),
+            _cell(1, [3.0, 4.0], busy_cpu_other=0.6, compiled=0.0),
+            _cell(2, [5.0, 6.0], busy_cpu_other=0.2, compiled=1.0),
+        ],
+    )
+    pooled = pool(bench).sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    assert sorted(pooled["latency_s"].values.tolist()) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+    assert pooled["latency_by_process_s"].values.tolist() == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
+    assert pooled["busy_cpu_other"].item() == 0.6  # as disturbed as its worst process
+    assert pooled["compiled"].item() == 0.0  # compiled only if every process was
+    assert pooled["first_call_s"].item() == 2.0  # the median process
+    assert pooled["status"].item() == "ok"
+    assert pool(bench).attrs["processes"] == 3
+
+
+def test_one_failed_process_fails_the_cell_and_names_the_process(tmp_path):
+    failed = _cell(1, [1.0, 1.0])
+    failed.latency_s = None
+    failed.attrs |= {"status": STATUS_FAILED, "error_message": "out of memory"}
+    bench = _bench(tmp_path, [_cell(0, [1.0, 2.0]), failed])
+    pooled = pool(bench).sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    assert pooled["status"].item() == STATUS_FAILED
+    assert pooled["error"].item() == "process 1: out of memory"
+
+
+def test_an_aggregate_without_processes_is_pooled_as_it_is(tmp_path):
+    bench = _bench(tmp_path, [_cell(0, [1.0, 2.0])]).sel(process=0, drop=True)
+    assert pool(bench) is bench
+
+
+def _processes(offsets, timings=40, spread=0.01, seed=0):
+    rng = np.random.default_rng(seed)
+    return np.array([offset + spread * rng.standard_normal(timings) for offset in offsets])
+
+
+def test_the_hierarchical_ci_widens_with_between_process_variation():
+    by_process = _processes([1.0, 1.2, 0.9, 1.1, 1.3])  # processes differ by far more than σ
+    low, high = hierarchical_median_ci(by_process, 0.95, 2000, seeded_rng(0, "test"))
+    flat_low, flat_high = median_ci(by_process.ravel(), 0.95, 2000, seeded_rng(0, "test"))
+    assert low < np.median(by_process) < high
+    assert (high - low) > 5 * (flat_high - flat_low)  # the pooled bootstrap pretends to know
+
+
+def test_the_hierarchical_ci_is_narrow_when_processes_agree():
+    by_process = _processes([1.0] * 5)
+    low, high = hierarchical_median_ci(by_process, 0.95, 2000, seeded_rng(0, "test"))
+    assert low < 1.0 < high and high - low < 0.02
+
+
+def test_the_hierarchical_ci_needs_two_processes_and_ignores_nan_padding():
+    one = hierarchical_median_ci(_processes([1.0]), 0.95, 200, seeded_rng(0, "t"))
+    assert all(math.isnan(bound) for bound in one)
+    padded = _processes([1.0, 2.0], timings=10)
+    padded[1, 5:] = np.nan  # the second process kept 5 timings
+    low, high = hierarchical_median_ci(padded, 0.95, 500, seeded_rng(0, "t"))
+    assert low > 0.9 and high < 2.1 and np.isfinite([low, high]).all()
+
+
+def test_stats_resample_processes_and_say_which_level_the_ci_covers(tmp_path):
+    cells = [_cell(p, list(1.0 + 0.2 * p + 0.001 * np.arange(20))) for p in range(4)]
+    summary = summarize(
+        _bench(tmp_path, cells),
+        HardwareLimits(1e12, 1e12, source="test"),
+        StatsSettings(bootstrap_resamples=500),
+    )
+    assert summary.attrs["processes"] == 4
+    assert "hierarchical" in summary.attrs["median_ci_level"]
+    cell = summary.sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    assert cell["n"].item() == 80
+    # the four processes sit at 1.0, 1.2, 1.4, 1.6: the CI spans most of them
+    assert cell["median_ci_high_s"].item() - cell["median_ci_low_s"].item() > 0.2
+
+
+def test_the_seeded_shuffle_is_a_permutation_that_reruns_identically():
+    items = [f"cell{i}" for i in range(50)]
+    order = seeded_shuffle(items, 0, "bench order")
+    assert sorted(order) == sorted(items) and order != items
+    assert seeded_shuffle(items, 0, "bench order") == order
+    assert seeded_shuffle(items, 1, "bench order") != order
+
+
+@pytest.mark.parametrize("processes", [1, 3])
+def test_process_count_is_recorded_even_for_one(tmp_path, processes):
+    bench = _bench(tmp_path, [_cell(p, [1.0, 2.0, 3.0]) for p in range(processes)])
+    summary = summarize(
+        bench, HardwareLimits(1e12, 1e12, source="test"), StatsSettings(bootstrap_resamples=200)
+    )
+    assert summary.attrs["processes"] == processes
+    assert ("hierarchical" in summary.attrs["median_ci_level"]) == (processes > 1)

@@ -1,0 +1,105 @@
+"""A cell's fresh processes pooled into one cell: the layout the statistics, tables and report
+read. The aggregate keeps every process apart (dimension `process`); `pool` stacks their
+timings into one sample per cell and reduces each per-process variable by what it means
+(a cell is contended if any process was, compiled only if every process was). The timings by
+process stay beside the pooled ones, as `latency_by_process_s`, for the hierarchical CIs.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import xarray as xr
+
+from fwbench.io.dims import CELL_DIMS, STATUS_ABSENT, STATUS_FAILED, STATUS_OK
+
+PROCESS = "process"
+ITERATION = "iteration"  # a timed iteration within one process
+# A cell is as disturbed as its most disturbed process, as costly as its costliest.
+WORST = (
+    "contended",
+    "busy_cpu_other",
+    "other_cores_probe",
+    "other_cores_during",
+    "cpu_pressure",
+    "load_before",
+    "load_after",
+    "peak_mem_bytes",
+    "attempts",
+    "graph_breaks",
+    "fallbacks",
+)
+ALL_OF = ("compiled",)  # a cell ran compiled only if every process did
+FAILURE_TEXT = ("error_type", "error", "traceback_tail")
+
+
+def processes(bench: xr.Dataset) -> int:
+    return int(bench.sizes.get(PROCESS, 1))
+
+
+def _status(status: np.ndarray) -> np.ndarray:
+    """Failed if any process failed, else ok if any process measured, else absent."""
+    pooled = np.full(status.shape[:-1], STATUS_ABSENT, dtype=object)
+    pooled[(status == STATUS_OK).any(axis=-1)] = STATUS_OK
+    pooled[(status == STATUS_FAILED).any(axis=-1)] = STATUS_FAILED
+    return pooled
+
+
+def _first_text(values: np.ndarray, status: np.ndarray, failures_only: bool) -> np.ndarray:
+    """Per cell, the first process's non-empty text (of a failed process for failure text)."""
+    pooled = np.full(values.shape[:-1], "", dtype=object)
+    for index in np.ndindex(*values.shape[:-1]):
+        for process, text in enumerate(values[index]):
+            if text and (not failures_only or status[index][process] == STATUS_FAILED):
+                prefix = f"process {process}: " if failures_only and values.shape[-1] > 1 else ""
+                pooled[index] = prefix + str(text)
+                break
+    return pooled
+
+
+def _reduce(name: str, values: np.ndarray) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: absent cells
+        if name in WORST:
+            return np.nanmax(values, axis=-1)
+        if name in ALL_OF:
+            return np.nanmin(values, axis=-1)
+        return np.nanmedian(values, axis=-1)
+
+
+def pool(bench: xr.Dataset) -> xr.Dataset:
+    """The aggregate with one cell per (framework, mode, arch, batch); an aggregate without a
+    process dimension (written before processes existed) is returned as it is."""
+    if PROCESS not in bench.dims:
+        return bench
+    order = (*CELL_DIMS, PROCESS)
+    status = bench["status"].transpose(*order).values
+    by_process = bench["latency_s"].transpose(*order, "repeat")
+    pooled_latency = by_process.values.reshape(*by_process.shape[:-2], -1)
+    data_vars = {
+        "latency_s": ((*CELL_DIMS, "repeat"), pooled_latency, bench["latency_s"].attrs),
+        # its own iteration dimension: `repeat` is the pooled one, processes × iterations long
+        "latency_by_process_s": by_process.rename(repeat=ITERATION).variable,
+    }
+    for name, variable in bench.data_vars.items():
+        if name == "latency_s":
+            continue
+        if PROCESS not in variable.dims:
+            data_vars[name] = variable.variable
+            continue
+        values = variable.transpose(*order).values
+        if name == "status":
+            reduced = _status(values)
+        elif values.dtype.kind in "OUS":  # text: object in memory, str read from a file
+            reduced = _first_text(values, status, failures_only=name in FAILURE_TEXT)
+        else:
+            reduced = _reduce(name, values.astype(float))
+        data_vars[name] = (CELL_DIMS, reduced, variable.attrs)
+    coords = {dim: bench[dim].values for dim in CELL_DIMS}
+    coords |= {"repeat": np.arange(pooled_latency.shape[-1]), PROCESS: bench[PROCESS].values}
+    coords[ITERATION] = bench["repeat"].values
+    pooled = xr.Dataset(data_vars, coords=coords)
+    pooled.attrs.update(bench.attrs)
+    pooled.attrs["processes"] = processes(bench)
+    return pooled
