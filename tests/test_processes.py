@@ -9,9 +9,22 @@ import numpy as np
 import pytest
 
 from fwbench.analysis.aggregate import aggregate_cells
-from fwbench.analysis.estimators import hierarchical_median_ci, median_ci
+from fwbench.analysis.estimators import (
+    hierarchical_median_ci,
+    hierarchical_ratio_ci,
+    median_ci,
+    ratio_of_medians_ci,
+)
 from fwbench.analysis.processes import pool
 from fwbench.analysis.roofline import HardwareLimits
+from fwbench.analysis.significance import (
+    TIE,
+    WINNER,
+    Contest,
+    decide,
+    hierarchical_p,
+    mann_whitney_p,
+)
 from fwbench.analysis.stats import StatsSettings, summarize
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_FAILED
@@ -130,3 +143,31 @@ def test_process_count_is_recorded_even_for_one(tmp_path, processes):
     )
     assert summary.attrs["processes"] == processes
     assert ("hierarchical" in summary.attrs["median_ci_level"]) == (processes > 1)
+
+
+def test_the_hierarchical_speedup_ci_holds_the_ratio_and_sees_process_variation():
+    eager = _processes([2.0, 2.4, 1.8, 2.2, 2.6], seed=1)
+    compiled = _processes([1.0, 1.2, 0.9, 1.1, 1.3], seed=2)
+    low, high = hierarchical_ratio_ci(eager, compiled, 0.95, 2000, seeded_rng(0, "ratio"))
+    flat_low, flat_high = ratio_of_medians_ci(
+        eager.ravel(), compiled.ravel(), 0.95, 2000, seeded_rng(0, "ratio")
+    )
+    assert low < 2.0 < high
+    assert (high - low) > 3 * (flat_high - flat_low)
+
+
+def test_a_winner_over_processes_needs_the_processes_not_only_the_timings_to_differ():
+    # The same five process speeds for both, the second 4 % slower in each: 200 timings each
+    # make Mann–Whitney certain, but five processes that scatter by ±15 % cannot tell them apart.
+    offsets = [1.0, 1.3, 0.85, 1.15, 0.95]
+    fast = _processes(offsets, seed=3)
+    slow = _processes([1.04 * o for o in offsets], seed=4)
+    assert mann_whitney_p(fast.ravel(), slow.ravel(), alternative="less") < 0.01
+    assert hierarchical_p(fast, slow, 2000, seeded_rng(0, "p")) > 0.2
+    far = _processes([2.0 * o for o in offsets], seed=5)
+    assert hierarchical_p(fast, far, 2000, seeded_rng(0, "p")) < 1e-4
+    samples = {"a": fast.ravel(), "b": slow.ravel()}
+    pooled = decide([Contest("row", "all", samples)], alpha=0.01, min_effect_pct=0)
+    by_process = {"a": fast, "b": slow}
+    nested = decide([Contest("row", "all", samples, by_process)], alpha=0.01, min_effect_pct=0)
+    assert pooled[0].verdict == WINNER and nested[0].verdict == TIE

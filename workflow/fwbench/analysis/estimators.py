@@ -122,17 +122,17 @@ def break_even_iterations(
     return float(n)
 
 
-def hierarchical_median_ci(
-    by_process: np.ndarray, confidence: float, resamples: int, rng: np.random.Generator
-) -> tuple[float, float]:
-    """Percentile CI of the pooled median when the timings come in processes (rows of
-    `by_process`, NaN-padded): each resample draws processes with replacement, then timings
-    with replacement within each drawn process, so the interval holds the between-process
-    variation as well as the within-process one. NaN with fewer than two usable processes."""
+def hierarchical_medians(
+    by_process: np.ndarray, resamples: int, rng: np.random.Generator
+) -> np.ndarray | None:
+    """`resamples` bootstrap replicates of the pooled median of timings that come in processes
+    (rows of `by_process`, NaN-padded): each draws processes with replacement, then timings
+    with replacement within each drawn process, so the replicates hold the between-process
+    variation as well as the within-process one. None with fewer than two usable processes."""
     rows = [row[np.isfinite(row)] for row in np.asarray(by_process, dtype=float)]
     rows = [row for row in rows if len(row) >= 2]
     if len(rows) < 2:
-        return math.nan, math.nan
+        return None
     width = max(len(row) for row in rows)
     padded = np.full((len(rows), width), np.nan)
     for i, row in enumerate(rows):
@@ -143,10 +143,39 @@ def hierarchical_median_ci(
     picks = (rng.random((resamples, len(rows), width)) * counts).astype(int)
     drawn = padded[chosen[..., None], picks]
     drawn[np.arange(width) >= counts] = np.nan
-    medians = np.nanmedian(drawn.reshape(resamples, -1), axis=1)
+    return np.nanmedian(drawn.reshape(resamples, -1), axis=1)
+
+
+def _percentile_ci(replicates: np.ndarray | None, confidence: float) -> tuple[float, float]:
+    if replicates is None:
+        return math.nan, math.nan
     tail = 100 * (1 - confidence) / 2
-    low, high = np.percentile(medians, [tail, 100 - tail])
+    low, high = np.percentile(replicates, [tail, 100 - tail])
     return float(low), float(high)
+
+
+def hierarchical_median_ci(
+    by_process: np.ndarray, confidence: float, resamples: int, rng: np.random.Generator
+) -> tuple[float, float]:
+    """Percentile CI of the pooled median over processes then timings (hierarchical_medians);
+    NaN with fewer than two usable processes."""
+    return _percentile_ci(hierarchical_medians(by_process, resamples, rng), confidence)
+
+
+def hierarchical_ratio_ci(
+    numerator: np.ndarray,
+    denominator: np.ndarray,
+    confidence: float,
+    resamples: int,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """Percentile CI of pooled-median ratio of two cells measured in processes (rows), each
+    resampled hierarchically and independently of the other."""
+    top = hierarchical_medians(numerator, resamples, rng)
+    bottom = hierarchical_medians(denominator, resamples, rng)
+    if top is None or bottom is None:
+        return math.nan, math.nan
+    return _percentile_ci(top / bottom, confidence)
 
 
 def cell_median_cis(
@@ -177,9 +206,11 @@ def ci_level(processes: int) -> str:
     if processes > 1:
         return (
             f"hierarchical bootstrap: {processes} processes resampled, then timings within "
-            "each: covers between-process and within-process variation"
+            "each, for the medians' and the compile speedups' CIs and the winners' tests: "
+            "they cover between-process and within-process variation"
         )
     return (
-        "bootstrap over the timings of one process: within-process variation only "
-        "(bench.processes > 1 adds the between-process level)"
+        "bootstrap over the timings of one process (medians' and speedups' CIs; winners by "
+        "Mann–Whitney U on the timings): within-process variation only (bench.processes > 1 "
+        "adds the between-process level)"
     )

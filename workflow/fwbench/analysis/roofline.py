@@ -41,6 +41,15 @@ OPTIONAL_KEYS = ("ridge_flop_per_byte", "bf16_peak_flops_per_s")  # drawn or cro
 MEMORY_LEVELS_KEY = ("memory", "levels")
 DRAM = "DRAM"
 INVALID_FAST = "invalid_fast"
+# The per-cell numbers of RooflineMetrics that stats.nc keeps.
+ROOFLINE_VARIABLES = (
+    "arithmetic_intensity",
+    "achieved_flops_per_s",
+    "lower_bound_s",
+    "efficiency",
+    "dram_lower_bound_s",
+    "dram_efficiency",
+)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,11 @@ comparisons of the table form one family and are corrected together with Holm's 
 method (a comparison that two rows share, e.g. when the fastest of all variants is also the
 fastest compiled one, is counted once).
 
+When the cells were measured in several processes, a comparison instead resamples processes
+first: hierarchical bootstrap replicates of each variant's pooled median, and a one-sided z-test
+on the replicates' log-ratio (bootstrap standard error), doubled as above. Iterations of one
+process are not independent draws of the variant's speed; processes are.
+
 A row declares a winner only when every other variant, the runner-up included, is both
 significantly slower (adjusted p < alpha) and slower by at least the minimum practical effect
 (its median at least `min_effect_pct` % above the fastest's); otherwise it is a tie, and the
@@ -23,6 +28,9 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import stats
+
+from fwbench.analysis.estimators import hierarchical_medians
+from fwbench.rng import seeded_rng
 
 WINNER, TIE, ONLY, NONE = "winner", "tie", "only", "none"
 
@@ -59,6 +67,8 @@ class Contest:
     group: Hashable
     scope: str
     samples: Mapping[str, np.ndarray]
+    # the same variants' timings as process × iteration, where cells had several processes
+    by_process: Mapping[str, np.ndarray] | None = None
 
 
 @dataclass(frozen=True)
@@ -85,7 +95,41 @@ def _by_median(samples: Mapping[str, np.ndarray]) -> list[tuple[str, np.ndarray,
     return sorted(ranked, key=lambda item: item[2])
 
 
-def decide(contests: Sequence[Contest], alpha: float, min_effect_pct: float = 0.0) -> list[Verdict]:
+def hierarchical_p(
+    fast: np.ndarray, slow: np.ndarray, resamples: int, rng: np.random.Generator
+) -> float:
+    """One-sided p that `fast`'s pooled median is not below `slow`'s (both process ×
+    iteration): a z-test on hierarchical bootstrap replicates of log(median slow / median
+    fast). NaN with fewer than two usable processes on either side."""
+    fast_medians = hierarchical_medians(fast, resamples, rng)
+    slow_medians = hierarchical_medians(slow, resamples, rng)
+    if fast_medians is None or slow_medians is None:
+        return math.nan
+    log_ratio = np.log(slow_medians / fast_medians)
+    spread = float(np.std(log_ratio, ddof=1))
+    if spread == 0:
+        return 0.0 if log_ratio.mean() > 0 else 1.0
+    return float(stats.norm.sf(log_ratio.mean() / spread))
+
+
+def _one_sided_p(
+    contest: Contest, fastest: tuple, rival: tuple, resamples: int, seed: int
+) -> float:
+    (fast_label, fast_values, _), (label, values, _) = fastest, rival
+    by_process = contest.by_process or {}
+    if fast_label in by_process and label in by_process:
+        rng = seeded_rng(seed, f"winner/{contest.group}/{fast_label}/{label}")
+        return hierarchical_p(by_process[fast_label], by_process[label], resamples, rng)
+    return mann_whitney_p(fast_values, values, alternative="less")
+
+
+def decide(
+    contests: Sequence[Contest],
+    alpha: float,
+    min_effect_pct: float = 0.0,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> list[Verdict]:
     """One verdict per contest, all comparisons corrected together (see the module text)."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
@@ -97,11 +141,10 @@ def decide(contests: Sequence[Contest], alpha: float, min_effect_pct: float = 0.
     for contest, variants in zip(contests, ranked, strict=True):
         if len(variants) < 2:
             continue
-        fastest_label, fastest_values, _ = variants[0]
-        for label, values, _ in variants[1:]:
-            key = (contest.group, fastest_label, label)
+        for rival in variants[1:]:
+            key = (contest.group, variants[0][0], rival[0])
             if key not in family:
-                one_sided = mann_whitney_p(fastest_values, values, alternative="less")
+                one_sided = _one_sided_p(contest, variants[0], rival, resamples, seed)
                 family[key] = min(1.0, 2 * one_sided)
     adjusted = dict(zip(family, holm(list(family.values())), strict=True))
 

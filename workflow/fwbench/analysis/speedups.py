@@ -11,7 +11,11 @@ import math
 
 import numpy as np
 
-from fwbench.analysis.estimators import break_even_iterations, ratio_of_medians_ci
+from fwbench.analysis.estimators import (
+    break_even_iterations,
+    hierarchical_ratio_ci,
+    ratio_of_medians_ci,
+)
 from fwbench.io.dims import EAGER_MODE
 from fwbench.rng import seeded_rng
 
@@ -32,9 +36,11 @@ def compile_speedups(
     confidence: float,
     resamples: int,
     seed: int,
+    by_process: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """The SPEEDUP_VARIABLES, arrays in CELL_DIMS order (NaN for eager and unmeasured cells);
-    `latency` has the repeats last, `coords` are the values along CELL_DIMS."""
+    `latency` has the repeats last, `coords` are the values along CELL_DIMS. With
+    `by_process` (CELL_DIMS × process × iteration) the CIs resample processes first."""
     frameworks, modes, archs, batches = coords
     out = {name: np.full(median_s.shape, np.nan) for name in SPEEDUP_VARIABLES}
     if EAGER_MODE not in modes:
@@ -49,9 +55,11 @@ def compile_speedups(
                 continue
             name = f"speedup/{frameworks[f]}/{mode}/{archs[a]}/{batches[b]}"
             out["speedup_vs_eager"][f, m, a, b] = median[f, eager, a, b] / median[f, m, a, b]
-            low, high = ratio_of_medians_ci(
-                latency[f, eager, a, b],
-                latency[f, m, a, b],
+            samples = latency if by_process is None else by_process
+            ci = ratio_of_medians_ci if by_process is None else hierarchical_ratio_ci
+            low, high = ci(
+                samples[f, eager, a, b],
+                samples[f, m, a, b],
                 confidence,
                 resamples,
                 seeded_rng(seed, name),

@@ -27,26 +27,28 @@ import pandas as pd
 import xarray as xr
 
 from fwbench.analysis.estimators import cell_median_cis, ci_level, describe
+from fwbench.analysis.flags import (
+    FLAG_CONTENDED,
+    FLAG_HIGH_CV,
+    FLAG_MEANINGS,
+    FLAG_NOT_COMPILED,
+    FLAG_PARTIAL,
+    UNTRUSTED_FLAGS,
+    flag_cells,
+    has_text,
+)
 from fwbench.analysis.processes import pool, processes
-from fwbench.analysis.roofline import INVALID_FAST, HardwareLimits, levels_to_json, roofline
+from fwbench.analysis.roofline import (
+    INVALID_FAST,
+    ROOFLINE_VARIABLES,
+    HardwareLimits,
+    levels_to_json,
+    roofline,
+)
 from fwbench.analysis.speedups import compile_speedups
 from fwbench.analysis.winners import SCOPES, winner_variables
 from fwbench.io.atomic import write_netcdf, write_text
 from fwbench.io.dims import CELL_DIMS, EAGER_MODE, STATUS_ABSENT, STATUS_OK
-
-FLAG_HIGH_CV, FLAG_CONTENDED, FLAG_NOT_COMPILED = "high_cv", "contended", "not_compiled"
-FLAG_PARTIAL = "partially_compiled"
-UNTRUSTED_FLAGS = (FLAG_HIGH_CV, FLAG_CONTENDED, INVALID_FAST)
-FLAG_MEANINGS = {
-    FLAG_HIGH_CV: "coefficient of variation above the threshold: too noisy to trust",
-    FLAG_CONTENDED: "other processes used the CPU during the timed loop",
-    INVALID_FAST: (
-        "faster than the cache-aware roofline lower bound: a missing sync or a wrong cost model"
-    ),
-    FLAG_NOT_COMPILED: "a compiled mode that the framework ran uncompiled (a silent fallback)",
-    FLAG_PARTIAL: "a compiled mode whose graph calls eager kernels for some ops (eager_ops): "
-    "its speedup is not the compiler's alone",
-}
 
 # The per-cell variables of stats.nc, with units; these are also the columns of stats.csv.
 CELL_UNITS = {
@@ -145,21 +147,6 @@ def _cell_values(bench: xr.Dataset, name: str) -> np.ndarray:
     return bench[name].transpose(*CELL_DIMS).values
 
 
-def _flags(masks: dict[str, np.ndarray]) -> np.ndarray:
-    """Comma-separated flag names per cell, in FLAG_MEANINGS order."""
-    shape = next(iter(masks.values())).shape
-    flags = np.full(shape, "", dtype=object)
-    for flag, mask in masks.items():
-        flags[mask] = [f"{old},{flag}" if old else flag for old in flags[mask]]
-    return flags
-
-
-def _has_text(bench: xr.Dataset, name: str) -> np.ndarray:
-    if name not in bench:
-        return np.zeros(tuple(bench.sizes[d] for d in CELL_DIMS), dtype=bool)
-    return np.vectorize(bool, otypes=[bool])(_cell_values(bench, name))
-
-
 def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings) -> xr.Dataset:
     """stats.nc as a Dataset: per-cell statistics, speedups, winners; provenance in attrs.
     A cell's processes are pooled (fwbench.analysis.processes); with more than one, the
@@ -176,7 +163,8 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     by_process = None
     if process_count > 1:
         by_process = bench["latency_by_process_s"].transpose(*CELL_DIMS, "process", "iteration")
-        by_process = by_process.values
+        by_process = by_process.values.copy()
+        by_process[~ok] = np.nan  # as for the pooled timings
     names = np.array(["/".join(map(str, key)) for key in itertools.product(*coords)])
     cells["median_ci_low_s"], cells["median_ci_high_s"] = cell_median_cis(
         latency,
@@ -193,14 +181,7 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     metrics = roofline(
         cells["flops"], cells["bytes"], cells["working_set_bytes"], cells["median_s"], limits
     )
-    for name in (
-        "arithmetic_intensity",
-        "achieved_flops_per_s",
-        "lower_bound_s",
-        "efficiency",
-        "dram_lower_bound_s",
-        "dram_efficiency",
-    ):
+    for name in ROOFLINE_VARIABLES:
         cells[name] = getattr(metrics, name)
     cells |= compile_speedups(
         latency,
@@ -210,6 +191,7 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         confidence=settings.confidence,
         resamples=settings.bootstrap_resamples,
         seed=settings.seed,
+        by_process=by_process,
     )
 
     is_compiled_mode = np.array([m != EAGER_MODE for m in coords[1]])[None, :, None, None]
@@ -222,13 +204,13 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         "eager_ops": np.where(ok, _cell_values(bench, "eager_ops"), "").astype(object)
         if "eager_ops" in bench
         else np.full(ok.shape, "", dtype=object),
-        "flags": _flags(
+        "flags": flag_cells(
             {
                 FLAG_HIGH_CV: cells["cv_pct"] > settings.cv_threshold_pct,
                 FLAG_CONTENDED: cells["contended"] == 1,
                 INVALID_FAST: metrics.invalid_fast,
                 FLAG_NOT_COMPILED: ok & is_compiled_mode & (cells["compiled"] == 0),
-                FLAG_PARTIAL: ok & is_compiled_mode & _has_text(bench, "eager_ops"),
+                FLAG_PARTIAL: ok & is_compiled_mode & has_text(bench, "eager_ops"),
             }
         ),
     }
@@ -246,7 +228,15 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         [bool(set(flags.split(",")) & set(UNTRUSTED_FLAGS)) for flags in text["flags"].ravel()]
     ).reshape(ok.shape)
     data_vars |= winner_variables(
-        latency, ok, flagged, coords, settings.alpha, settings.min_effect_pct
+        latency,
+        ok,
+        flagged,
+        coords,
+        settings.alpha,
+        settings.min_effect_pct,
+        by_process,
+        settings.bootstrap_resamples,
+        settings.seed,
     )
 
     summary = xr.Dataset(data_vars, coords={d: bench[d].values for d in CELL_DIMS})

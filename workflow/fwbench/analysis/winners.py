@@ -32,6 +32,9 @@ def winner_variables(
     coords: tuple[list[str], list[str], list[str], list[int]],
     alpha: float,
     min_effect_pct: float,
+    by_process: np.ndarray | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
 ) -> dict[str, Any]:
     """The winner_* variables, dims (arch, batch, scope), from the warm iterations of the
     cells that are `ok` and not `flagged` (arrays in CELL_DIMS order, repeats last for
@@ -51,12 +54,19 @@ def winner_variables(
                 for f, m in members
                 if not flagged[f, m, a, b]
             }
-            contests.append(Contest(group=(a, b), scope=scope, samples=samples))
+            processes = None
+            if by_process is not None:
+                processes = {
+                    _variant(frameworks[f], modes[m]): by_process[f, m, a, b]
+                    for f, m in members
+                    if not flagged[f, m, a, b]
+                }
+            contests.append(Contest((a, b), scope, samples, processes))
             left_out = [
                 _variant(frameworks[f], modes[m]) for f, m in members if flagged[f, m, a, b]
             ]
             excluded.append(", ".join(left_out))
-    verdicts = decide(contests, alpha, min_effect_pct)
+    verdicts = decide(contests, alpha, min_effect_pct, resamples, seed)
     shape = (len(archs), len(batches), len(SCOPES))
     dims = ("arch", "batch", "scope")
     columns: dict[str, list[Any]] = {}
@@ -77,7 +87,8 @@ def winner_variables(
     )
     out["winner_verdict"][2]["description"] = (
         f"'{WINNER}': fastest by median, and every other variant is significantly slower "
-        f"(one-sided Mann–Whitney U in the medians' direction, p doubled for that chosen "
+        "(one-sided in the medians' direction: Mann–Whitney U on the timings, or over "
+        "processes a hierarchical-bootstrap z-test; p doubled for that chosen "
         f"direction, Holm-adjusted p < {alpha} across the table) by at least "
         f"{min_effect_pct}% in median; 'tie': winner_tied names the variants that are not; "
         "'only': a single unflagged variant; 'none': no unflagged variant measured"

@@ -49,6 +49,12 @@ def check_framework_mode(framework: str, mode: str) -> None:
         raise ValueError(f"mode {mode!r} does not exist for {framework}; its modes: {known}")
 
 
+def refuse_compile_options(framework: str, options: dict | None) -> None:
+    """For adapters whose modes take no compiler options: raise naming any given."""
+    if options:
+        raise ValueError(f"{framework} modes take no compile options, got {sorted(options)}")
+
+
 def check_threads(threads: int) -> None:
     """A thread count is a positive integer (not a bool); raise naming anything else."""
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:

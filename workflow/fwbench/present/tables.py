@@ -1,8 +1,7 @@
 """The Markdown tables of results/summary/tables/, rendered from the stats Dataset.
 
 latency (median µs at the table batch, fastest per row in bold), compile_speedup, efficiency,
-winners, failed and flagged. Failed cells appear as "failed" wherever a number would be, and
-with their message in failed.md; nothing disappears silently.
+winners, failed, flagged. Failed cells show "failed" where a number would be (failed.md: why).
 """
 
 from __future__ import annotations
@@ -240,12 +239,13 @@ def winners_table(summary: xr.Dataset) -> str:
     return (
         "# Winners\n\n"
         "Fastest by median; a winner only when every other variant is slower both "
-        f"significantly (one-sided Mann–Whitney U in the medians' direction, its p doubled "
-        f"because that direction was read off the data; Holm-adjusted p < {alpha}, all the table's "
-        f"comparisons corrected together) and by at least {effect}% in median. Otherwise a tie "
-        "among the variants that are not. Failed cells do not compete (failed.md); flagged "
-        "cells (noisy, contended, faster than the roofline) do not either and are listed in "
-        "the last column (flagged.md).\n\n" + markdown_table(header, rows)
+        "significantly (one-sided in the medians' direction: Mann–Whitney U, or over processes "
+        "a hierarchical-bootstrap z-test; p doubled as that direction was read off the data; "
+        f"Holm-adjusted p < {alpha}, the table's comparisons corrected together) and by at least "
+        f"{effect}% in median. Otherwise a tie among the variants that are not. Failed cells "
+        "do not compete (failed.md); flagged cells (noisy, contended, faster than the roofline)"
+        " do not either and are listed in the last column (flagged.md).\n\n"
+        + markdown_table(header, rows)
     )
 
 

@@ -22,7 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fwbench.frameworks import check_framework_mode, check_threads
+from fwbench.frameworks import check_framework_mode, check_threads, refuse_compile_options
 from fwbench.frameworks.jax import models
 from fwbench.frameworks.protocols import CompileInfo
 from fwbench.model.specs import ArchSpec, CNNSpec, RecurrentSpec
@@ -171,8 +171,7 @@ def build(
 ) -> JaxRunner:
     """A Runner for `spec` holding `weights` in `mode` on `device`; jax modes take no
     compiler options."""
-    if options:
-        raise ValueError(f"jax modes take no compile options, got {sorted(options)}")
+    refuse_compile_options("jax", options)
     return JaxRunner(spec, weights, mode, device)
 
 

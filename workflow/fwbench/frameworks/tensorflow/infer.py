@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from fwbench.frameworks import check_framework_mode, check_threads
+from fwbench.frameworks import check_framework_mode, check_threads, refuse_compile_options
 from fwbench.frameworks.protocols import CompileInfo
 from fwbench.frameworks.tensorflow.models import build_model, tf
 from fwbench.model.specs import ArchSpec, CNNSpec
@@ -245,6 +245,5 @@ def build(
 ) -> TensorFlowRunner:
     """A Runner for `spec` holding `weights` in `mode` on `device`; tensorflow modes take no
     compiler options."""
-    if options:
-        raise ValueError(f"tensorflow modes take no compile options, got {sorted(options)}")
+    refuse_compile_options("tensorflow", options)
     return TensorFlowRunner(spec, weights, mode, device)

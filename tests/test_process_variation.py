@@ -1,0 +1,48 @@
+"""self_measurement/process_variation.py on a small aggregate whose processes disagree."""
+
+from __future__ import annotations
+
+import importlib.util
+
+import numpy as np
+import pytest
+
+from fwbench.analysis.aggregate import write_aggregate
+from fwbench.io.cell_file import Cell, write_cell
+
+from conftest import REPO
+
+SCRIPT = REPO / "self_measurement" / "process_variation.py"
+spec = importlib.util.spec_from_file_location("process_variation", SCRIPT)
+process_variation = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(process_variation)
+
+
+def _aggregate(tmp_path, offsets):
+    rng = np.random.default_rng(0)
+    paths = []
+    for process, offset in enumerate(offsets):
+        cell = Cell("torch", "eager", "mlp", 1, repeats=30)
+        cell.latency_s = offset * (1 + 0.002 * rng.standard_normal(30))
+        cell.scalars = {"flops": 1.0, "bytes": 1.0}
+        cell.attrs = {"host": "h", "device": "cpu", "framework_version": "1", "process": process}
+        paths.append(tmp_path / f"p{process}.nc")
+        write_cell(cell, paths[-1])
+    write_aggregate(paths, tmp_path / "bench.nc")
+    return str(tmp_path / "bench.nc")
+
+
+def test_processes_that_disagree_are_seen_by_the_hierarchical_ci_only(tmp_path, capsys):
+    path = _aggregate(tmp_path, [1.0, 1.1, 1.2, 1.3])
+    (row,) = process_variation.cell_rows(path, 0.95, 500)
+    assert row["cell"] == "torch/eager/mlp/1"
+    assert row["spread"] == pytest.approx(1.3, rel=0.01)
+    assert row["all_width"] > 10 * row["one_width"]
+    assert not row["one_holds_pooled"]  # process 0 alone sits at 1.0, the pooled median ~1.15
+    assert process_variation.main([path, "--resamples", "300"]) == 0
+    assert "misses the all-process median in 1 of 1 cells" in capsys.readouterr().out
+
+
+def test_a_one_process_aggregate_is_refused_naming_the_count(tmp_path):
+    with pytest.raises(SystemExit, match="1 process"):
+        process_variation.cell_rows(_aggregate(tmp_path, [1.0]), 0.95, 100)

@@ -1,0 +1,39 @@
+"""The flags a cell of stats.nc can carry, what each means, and which ones keep a cell out of
+the winners' contests."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from fwbench.analysis.roofline import INVALID_FAST
+from fwbench.io.dims import CELL_DIMS
+
+FLAG_HIGH_CV, FLAG_CONTENDED, FLAG_NOT_COMPILED = "high_cv", "contended", "not_compiled"
+FLAG_PARTIAL = "partially_compiled"
+UNTRUSTED_FLAGS = (FLAG_HIGH_CV, FLAG_CONTENDED, INVALID_FAST)
+FLAG_MEANINGS = {
+    FLAG_HIGH_CV: "coefficient of variation above the threshold: too noisy to trust",
+    FLAG_CONTENDED: "other processes used the CPU during the timed loop",
+    INVALID_FAST: (
+        "faster than the cache-aware roofline lower bound: a missing sync or a wrong cost model"
+    ),
+    FLAG_NOT_COMPILED: "a compiled mode that the framework ran uncompiled (a silent fallback)",
+    FLAG_PARTIAL: "a compiled mode whose graph calls eager kernels for some ops (eager_ops): "
+    "its speedup is not the compiler's alone",
+}
+
+
+def flag_cells(masks: dict[str, np.ndarray]) -> np.ndarray:
+    """Comma-separated flag names per cell, in FLAG_MEANINGS order."""
+    shape = next(iter(masks.values())).shape
+    flags = np.full(shape, "", dtype=object)
+    for flag, mask in masks.items():
+        flags[mask] = [f"{old},{flag}" if old else flag for old in flags[mask]]
+    return flags
+
+
+def has_text(bench: xr.Dataset, name: str) -> np.ndarray:
+    if name not in bench:
+        return np.zeros(tuple(bench.sizes[d] for d in CELL_DIMS), dtype=bool)
+    return np.vectorize(bool, otypes=[bool])(bench[name].transpose(*CELL_DIMS).values)
