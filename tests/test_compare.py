@@ -86,3 +86,21 @@ def test_the_summary_lists_the_changed_cells(versions):
     assert "eager/mlp/b8: faster" in text and "eager/lstm/b8: slower" in text
     bullets = [line for line in text.splitlines() if line.startswith("- ")]
     assert len(bullets) == 2 and not any("cnn" in line for line in bullets)
+
+
+def test_a_cells_processes_are_pooled_into_one_comparison(tmp_path):
+    def process(version, k, median):
+        cell = Cell("torch", "eager", "mlp", 8, 3, latency_s=np.full(3, median))
+        cell.attrs |= {"framework_version": version, "process": k}
+        path = tmp_path / version / f"p{k}.nc"
+        write_cell(cell, path)
+        return path
+
+    old = [process("1.0", k, 1e-3) for k in range(3)]
+    new = [process("2.0", k, 0.5e-3) for k in range(3)]
+    table = compare(old, new, CompareSettings(resamples=200))
+    assert len(table) == 1
+    row = table.iloc[0]
+    assert row["ratio"] == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="process 1"):
+        compare(old + [old[1]], new, CompareSettings(resamples=200))

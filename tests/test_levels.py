@@ -105,6 +105,13 @@ def test_without_known_caches_everything_is_dram():
     assert levels.plateau_ranges({}) == {"DRAM": (0.0, math.inf)}
 
 
+def test_a_level_under_four_times_the_one_below_reads_the_whole_span_between_them():
+    # Sapphire-Rapids-like with 16 threads: L2 16 × 2 MiB = 32 MiB, L3 105 MiB shared
+    ranges = levels.plateau_ranges({"L1": 786_432, "L2": 33_554_432, "L3": 110_100_480})
+    assert ranges["L3"] == (33_554_432, 110_100_480)
+    assert ranges["L2"] == (2 * 786_432, 0.5 * 33_554_432)  # wide enough: the usual range
+
+
 def _level_of(size: float) -> str:
     for name, capacity in CAPACITIES.items():
         if size <= capacity:

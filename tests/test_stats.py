@@ -191,14 +191,14 @@ def test_the_cache_aware_roof_is_the_smallest_level_the_working_set_fits_in():
         np.full(5, 1.0),
         limits,
     )
-    assert metrics.memory_level.tolist() == ["L1", "L2", "L2", "DRAM", ""]
-    np.testing.assert_allclose(metrics.lower_bound_s[:4], [0.1, 1.0, 1.0, 10.0])
+    # an unknown working set (cells before schema 3): the fastest roof, still a true bound
+    assert metrics.memory_level.tolist() == ["L1", "L2", "L2", "DRAM", "unknown (L1, the fastest)"]
+    np.testing.assert_allclose(metrics.lower_bound_s, [0.1, 1.0, 1.0, 10.0, 0.1])
     np.testing.assert_allclose(metrics.dram_lower_bound_s, np.full(5, 10.0))
     # a cell at 2 s against DRAM's 10 s bound: 5× "too fast" for DRAM, fine for L1
     assert metrics.dram_efficiency[0] == pytest.approx(10.0)
     assert metrics.efficiency[0] == pytest.approx(0.1) and not metrics.invalid_fast[0]
-    assert metrics.invalid_fast[3] and np.isnan(metrics.efficiency[4])
-    assert not metrics.invalid_fast[4]
+    assert metrics.invalid_fast[3] and metrics.efficiency[4] == pytest.approx(0.1)
 
 
 def test_memory_levels_are_read_from_the_sweep_and_dram_is_the_faster_of_sweep_and_stream():
@@ -212,6 +212,8 @@ def test_memory_levels_are_read_from_the_sweep_and_dram_is_the_faster_of_sweep_a
     limits = limits_from_document(HARDWARE | {"memory": memory}, "hw.json")
     assert [(lv.name, lv.bandwidth_Bps, lv.kernel) for lv in limits.levels] == [
         ("L1", 5e11, "triad"),
+        # no plateau of its own: the level below's bandwidth, never a slower roof
+        ("L2", 5e11, "L1's triad: no plateau of its own"),
         ("DRAM", 2.9e10, "STREAM triad"),  # STREAM's 29 GB/s beats the sweep's 25
     ]
     assert "L2: no point" in limits.levels_note

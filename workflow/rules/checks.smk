@@ -7,6 +7,7 @@ rule checks:
         flops="results/checks/{framework}/{version}/flops.csv",
     log:
         "results/logs/checks/{framework}/{version}.log",
+    priority: AHEAD_OF_BENCH
     conda:
         framework_env
     threads: THREADS

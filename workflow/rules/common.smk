@@ -28,6 +28,10 @@ for _mode in config["modes"].get("torch", []):
             "variant needs its torch.compile options"
         )
 for _mode in config["torch_compile"]:
+    if not (_mode == "compiled" or _mode.startswith("compiled_")):
+        raise ValueError(
+            f"torch_compile.{_mode}: only compiled modes take options (compiled, compiled_<name>)"
+        )
     if _mode not in config["modes"].get("torch", []):
         raise ValueError(
             f"torch_compile.{_mode} names a mode that modes.torch does not list"
@@ -94,6 +98,9 @@ BENCH_ORDER = {
         seeded_shuffle(CELL_FILES, config["seed"], "bench order")
     )
 }
+# The hardware and checks jobs run before any cell, as they did before the order existed: a
+# failure there (no C compiler, a wrong output) shows in the first minutes, not the last.
+AHEAD_OF_BENCH = len(CELL_FILES) + 1
 
 
 validate(config["train"], schema="../schemas/train.schema.yaml")

@@ -8,6 +8,7 @@ rule hardware:
         "results/hardware/{host}-{device}.json",
     log:
         "results/logs/hardware/{host}-{device}.log",
+    priority: AHEAD_OF_BENCH
     conda:
         conda_env("hardware")
     threads: THREADS

@@ -31,15 +31,28 @@ class CompareSettings:
 
 
 def _load(paths: Iterable[str | os.PathLike]) -> dict[tuple, tuple[str, str, np.ndarray]]:
-    """{(framework, mode, arch, batch): (version, status, warm latencies)}."""
-    cells = {}
+    """{(framework, mode, arch, batch): (version, status, warm latencies)}: a cell measured in
+    several processes (bench.processes) is one entry, its processes' timings pooled (a failed
+    process fails it, as in fwbench.analysis.processes)."""
+    cells: dict[tuple, tuple[str, str, np.ndarray]] = {}
+    seen: set[tuple] = set()
     for path in paths:
         ds = read_cell(path)
         key = tuple(ds.attrs[name] for name in CELL_DIMS)
-        if key in cells:
-            raise ValueError(f"two cells for {'/'.join(map(str, key))}, one of them {path}")
+        position = (*key, int(ds.attrs.get("process", 0)))
+        if position in seen:
+            raise ValueError(
+                f"two cells for {'/'.join(map(str, key))} process {position[-1]}, one of them "
+                f"{path}"
+            )
+        seen.add(position)
+        version, status = str(ds.attrs["framework_version"]), ds.attrs["status"]
         latency = ds["latency_s"].values
-        cells[key] = (str(ds.attrs["framework_version"]), ds.attrs["status"], latency)
+        if key in cells:
+            _, earlier_status, earlier = cells[key]
+            status = earlier_status if earlier_status != STATUS_OK else status
+            latency = np.concatenate([earlier, latency])
+        cells[key] = (version, status, latency)
     return cells
 
 

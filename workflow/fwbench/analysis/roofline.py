@@ -137,6 +137,14 @@ def _memory_levels(
         bandwidth, problem = _lookup(entry, ("bandwidth_Bps",), f"{source} memory.levels.{name}")
         if problem:
             notes.append(f"{name}: {entry.get('problem') or problem}")
+            if levels and name != DRAM:
+                # Bounding its cells by the next level up would be too slow a roof (a correct
+                # cell would look impossible); the level below's bandwidth stays a true bound.
+                below = levels[-1]
+                kernel = f"{below.name}'s {below.kernel}: no plateau of its own"
+                levels.append(
+                    MemoryLevel(name, float(entry["capacity_bytes"]), below.bandwidth_Bps, kernel)
+                )
             continue
         kernel = str(entry.get("roof_kernel"))
         if name == DRAM:
@@ -214,11 +222,17 @@ def level_bandwidths(
     working_set_bytes: np.ndarray, levels: tuple[MemoryLevel, ...]
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per cell: the bandwidth of the smallest level its working set fits in, and its name
-    (NaN and '' where the working set is unknown or no level holds it)."""
+    (the fastest level's where the working set is unknown)."""
     working_set = np.asarray(working_set_bytes, dtype=float)
+    # An unknown working set (cells before schema 3) gets the fastest roof: still a lower
+    # bound no correct measurement beats, so invalid_fast keeps its meaning.
+    fastest = max(levels, key=lambda level: level.bandwidth_Bps, default=None)
     bandwidth = np.full(working_set.shape, np.nan)
     names = np.full(working_set.shape, "", dtype=object)
     unplaced = ~np.isnan(working_set)
+    if fastest:
+        bandwidth[~unplaced] = fastest.bandwidth_Bps
+        names[~unplaced] = f"unknown ({fastest.name}, the fastest)"
     for level in levels:
         fits = unplaced & (working_set <= level.capacity_bytes)
         bandwidth[fits], names[fits] = level.bandwidth_Bps, level.name

@@ -200,7 +200,7 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         "error_type": _cell_values(bench, "error_type").astype(object),
         "error": _cell_values(bench, "error").astype(object),
         "bound": metrics.bound,
-        "memory_level": metrics.memory_level,
+        "memory_level": np.where(ok, metrics.memory_level, "").astype(object),
         "eager_ops": np.where(ok, _cell_values(bench, "eager_ops"), "").astype(object)
         if "eager_ops" in bench
         else np.full(ok.shape, "", dtype=object),

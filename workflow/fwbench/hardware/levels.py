@@ -98,7 +98,10 @@ def plateau_ranges(capacities: dict[str, int]) -> dict[str, tuple[float, float]]
     """The working-set range each level's plateau is read from; DRAM's has no upper end."""
     ranges, below = {}, 0.0
     for name, capacity in capacities.items():
-        ranges[name] = (PLATEAU_LOW * below, PLATEAU_HIGH * capacity)
+        low, high = PLATEAU_LOW * below, PLATEAU_HIGH * capacity
+        if low >= high:  # under 4× the level below: the whole span between the two
+            low, high = below, capacity
+        ranges[name] = (low, high)
         below = capacity
     ranges[DRAM] = (DRAM_FROM * below, math.inf) if below else (0.0, math.inf)
     return ranges
