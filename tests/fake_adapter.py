@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from fwbench.frameworks.protocols import CompileInfo
+from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.measure import bench
 from fwbench.model.reference import forward
 
@@ -62,7 +62,7 @@ def build(spec, weights, mode, device, options=None):
 
 
 def null_call(device):
-    return (lambda: None), (lambda _: None)
+    return NullCall(lambda: None, lambda _: None)
 
 
 COUNTER_SCOPE = "matmul"

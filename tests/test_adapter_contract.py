@@ -224,11 +224,14 @@ def test_peak_device_memory_is_none_on_cpu(framework: str) -> None:
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_the_null_call_adds_one_to_a_one_element_tensor_and_is_cheap(framework: str) -> None:
     adapter = frameworks.load(framework)
-    call, sync = adapter.null_call("cpu")
-    output = call()
-    sync(output)
+    null = adapter.null_call("cpu")
+    with null.context():
+        output = null.call()
+        null.sync(output)
     assert np.asarray(output).reshape(-1).tolist() == [1.0]
-    timing = time_calls(call, sync, warmup=5, repeats=50, quiet_probe_s=0.0)
+    timing = time_calls(
+        null.call, null.sync, warmup=5, repeats=50, quiet_probe_s=0.0, context=null.context
+    )
     # a dispatch floor, not a model: far below a millisecond on any machine that runs the suite
     assert 0 < np.median(timing.latency_s) < 1e-3
 

@@ -228,7 +228,7 @@ def test_the_build_records_the_compiler_and_its_flags(kernels):
 def test_one_tiny_sweep_point_per_kernel_moves_bytes_at_a_positive_rate(kernels, kernel):
     threads = kernels.threads
     elements = native.elements_per_thread(16 * KiB, kernel, threads)
-    point = native.time_point(kernels, kernel, elements, min_seconds=0.001, trials=2)
+    point = native.time_point(kernels, kernel, elements, threads, min_seconds=0.001, trials=2)
     arrays = levels.ARRAYS_PER_KERNEL[kernel]
     assert point["working_set_bytes"] == arrays * elements * 8 * threads
     assert 16 * KiB - arrays * native.LANES * 8 * threads < point["working_set_bytes"] <= 16 * KiB

@@ -63,6 +63,11 @@ class MemoryLevel:
     kernel: str
 
 
+def dram_only(stream_triad_Bps: float) -> tuple[MemoryLevel, ...]:
+    """The hierarchy when nothing but STREAM's triad is known (no sweep, or an older file)."""
+    return (MemoryLevel(DRAM, math.inf, stream_triad_Bps, "STREAM triad"),)
+
+
 @dataclass(frozen=True)
 class HardwareLimits:
     """The limits the roofline uses; NaN where unavailable, with the reasons in `problems`."""
@@ -128,7 +133,7 @@ def _memory_levels(
     found: Any = document
     for key in MEMORY_LEVELS_KEY:
         found = found.get(key) if isinstance(found, dict) else None
-    dram_alone = (MemoryLevel(DRAM, math.inf, stream_triad_Bps, "STREAM triad"),)
+    dram_alone = dram_only(stream_triad_Bps)
     if not found:
         reason = (document.get("memory") or {}).get("error") or "no working-set sweep"
         return (dram_alone if stream_triad_Bps > 0 else ()), f"DRAM only: {reason}"
@@ -251,7 +256,7 @@ def roofline(
     flops, bytes_moved, median_s = (
         np.asarray(a, dtype=float) for a in (flops, bytes_moved, median_s)
     )
-    levels = limits.levels or (MemoryLevel(DRAM, math.inf, limits.bandwidth_Bps, "triad"),)
+    levels = limits.levels or dram_only(limits.bandwidth_Bps)
     level_Bps, level_names = level_bandwidths(working_set_bytes, levels)
     with np.errstate(divide="ignore", invalid="ignore"):
         compute_s = flops / limits.peak_flops_per_s

@@ -9,6 +9,7 @@ interfaces, so it never branches on the framework's name.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -38,6 +39,17 @@ class CompileInfo:
 
 
 # ---- inference -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NullCall:
+    """A framework's dispatch floor: `call` runs one elementwise op on a 1-element tensor,
+    `sync` waits for it, and `context` (the framework's context, as a Runner's timing_context)
+    is entered once around all timed calls, not inside each."""
+
+    call: Callable[[], Any]
+    sync: Callable[[Any], None]
+    context: Callable[[], AbstractContextManager] = contextlib.nullcontext
 
 
 @runtime_checkable
@@ -93,9 +105,9 @@ class InferenceAdapter(Protocol):
         """`options`: the compiler's options for a compiled mode (torch.compile's); an
         adapter whose modes take none raises on any."""
 
-    def null_call(self, device: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
-        """The framework's dispatch floor: a call of one elementwise op on a 1-element tensor
-        on `device`, and its sync; timed beside every cell as its null-call baseline."""
+    def null_call(self, device: str) -> NullCall:
+        """The framework's dispatch floor on `device`, timed beside every cell as its null-call
+        baseline."""
 
 
 # ---- training ------------------------------------------------------------------------------

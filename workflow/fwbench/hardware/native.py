@@ -98,22 +98,26 @@ def elements_per_thread(working_set_bytes: int, kernel: str, threads: int) -> in
 
 
 def time_point(
-    kernels: NativeKernels, kernel: str, elements: int, min_seconds: float, trials: int
+    kernels: NativeKernels,
+    kernel: str,
+    elements: int,
+    threads: int,
+    min_seconds: float,
+    trials: int,
 ) -> dict[str, Any]:
     """Repetitions doubled until one run lasts `min_seconds`, then the best of `trials` runs."""
     reps = 1
     while kernels.point_seconds(kernel, elements, reps) < min_seconds:
         reps *= 2
     times = [kernels.point_seconds(kernel, elements, reps) for _ in range(trials)]
-    threads = kernels.threads
-    moved = ARRAYS_PER_KERNEL[kernel] * elements * ELEMENT_BYTES * threads * reps
+    working_set = ARRAYS_PER_KERNEL[kernel] * elements * ELEMENT_BYTES * threads
     return {
         "kernel": kernel,
-        "working_set_bytes": ARRAYS_PER_KERNEL[kernel] * elements * ELEMENT_BYTES * threads,
+        "working_set_bytes": working_set,
         "elements_per_thread": elements,
         "reps": reps,
         "times_s": times,
-        "bandwidth_Bps": moved / min(times),
+        "bandwidth_Bps": working_set * reps / min(times),
     }
 
 
@@ -124,7 +128,12 @@ def sweep(sizes: list[int], min_seconds: float, trials: int) -> dict[str, Any]:
         threads = kernels.threads
         curve = [
             time_point(
-                kernels, kernel, elements_per_thread(size, kernel, threads), min_seconds, trials
+                kernels,
+                kernel,
+                elements_per_thread(size, kernel, threads),
+                threads,
+                min_seconds,
+                trials,
             )
             for size in sizes
             for kernel in SWEEP_KERNELS

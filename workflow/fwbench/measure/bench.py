@@ -119,8 +119,10 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         timing.first_call_s = first_call_s
         attempts += 1
 
-    null_call, null_sync = adapter.null_call(request.device)
-    null = time_calls(null_call, null_sync, NULL_WARMUP, NULL_REPEATS, quiet_probe_s=0.0)
+    floor = adapter.null_call(request.device)
+    null = time_calls(
+        floor.call, floor.sync, NULL_WARMUP, NULL_REPEATS, quiet_probe_s=0.0, context=floor.context
+    )
     info = runner.compile_info()
     counter, counter_note = runner.counter_flops(prepared)
     device_peak = runner.peak_device_memory_bytes()

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from fwbench.analysis.roofline import DRAM, MemoryLevel, levels_from_json
+from fwbench.analysis.roofline import MemoryLevel, dram_only, levels_from_json
 from fwbench.io.dims import CELL_DIMS, EAGER_MODE, STATUS_ABSENT, STATUS_FAILED
 from fwbench.present.hardware_summary import HardwareSummary
 
@@ -58,7 +58,7 @@ def roofs(stats: xr.Dataset, hardware: HardwareSummary | None) -> Roofs:
         peak = hardware.measured_flops_per_s.get(ROOF_DTYPE) or math.nan
         bandwidth = hardware.measured_bandwidth_Bps or math.nan
         bf16_peak = hardware.measured_flops_per_s.get("bfloat16") or math.nan
-        levels = (MemoryLevel(DRAM, math.inf, bandwidth, "STREAM triad"),)
+        levels = dram_only(bandwidth)
         source = f"{hardware.source} (stats.nc has no roofline limits)"
     return Roofs(
         peak_flops_per_s=peak,

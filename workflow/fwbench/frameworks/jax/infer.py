@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable
 from typing import Any
 
 import jax
@@ -24,7 +23,7 @@ import numpy as np
 
 from fwbench.frameworks import check_framework_mode, check_threads, refuse_compile_options
 from fwbench.frameworks.jax import models
-from fwbench.frameworks.protocols import CompileInfo
+from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.model.specs import ArchSpec, CNNSpec, RecurrentSpec
 from fwbench.model.weights import Weights
 
@@ -155,11 +154,11 @@ def _jit_cache_size(jitted: Any) -> int:
     return int(size()) if callable(size) else 0
 
 
-def null_call(device: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+def null_call(device: str) -> NullCall:
     """JAX's dispatch floor: one jitted add on a 1-element array, blocked on."""
     x = jax.device_put(jnp.zeros(1, dtype=jnp.float32), jax_device(device))
     add_one = jax.jit(lambda v: v + 1.0)
-    return (lambda: add_one(x)), jax.block_until_ready
+    return NullCall(lambda: add_one(x), jax.block_until_ready)
 
 
 def build(

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from fwbench.frameworks import check_framework_mode, check_threads, refuse_compile_options
-from fwbench.frameworks.protocols import CompileInfo
+from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.tensorflow.models import build_model, tf
 from fwbench.model.specs import ArchSpec, CNNSpec
 from fwbench.model.weights import Weights
@@ -224,16 +224,14 @@ class TensorFlowRunner:
         )
 
 
-def null_call(device: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+def null_call(device: str) -> NullCall:
     """TensorFlow's dispatch floor: one eager add on a 1-element tensor, read back."""
-    with tf.device(_device_name(device)):
+    placement = _device_name(device)
+    with tf.device(placement):
         x = tf.zeros([1])
-
-    def call() -> tf.Tensor:
-        with tf.device(_device_name(device)):
-            return tf.add(x, 1.0)
-
-    return call, lambda output: output.numpy()
+    return NullCall(
+        lambda: tf.add(x, 1.0), lambda output: output.numpy(), lambda: tf.device(placement)
+    )
 
 
 def build(

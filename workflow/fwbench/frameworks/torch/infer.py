@@ -7,14 +7,13 @@ mode, fullgraph, dynamic, and inductor's freezing), also under torch.inference_m
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
 from fwbench.frameworks import TORCH_COMPILE_OPTIONS, check_framework_mode, check_threads
-from fwbench.frameworks.protocols import CompileInfo
+from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.torch.compile_info import (
     EagerOpRecorder,
     Snapshot,
@@ -208,16 +207,11 @@ def _arguments(options: dict[str, Any]) -> str:
     return "".join(f", {key}={value!r}" for key, value in sorted(options.items()))
 
 
-def null_call(device: str) -> tuple[Callable[[], Any], Callable[[Any], None]]:
+def null_call(device: str) -> NullCall:
     """torch's dispatch floor: one add on a 1-element tensor under inference mode, synced."""
     x = torch.zeros(1, device=device)
     sync = (lambda _: torch.cuda.synchronize()) if device == "cuda" else (lambda _: None)
-
-    def call() -> torch.Tensor:
-        with torch.inference_mode():
-            return torch.add(x, 1.0)
-
-    return call, sync
+    return NullCall(lambda: torch.add(x, 1.0), sync, torch.inference_mode)
 
 
 def build(
