@@ -24,7 +24,8 @@ lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/snakefmt --check Snakefile workflow/rules
-	$(BIN)/snakemake --lint --cores 1
+	# --sdm conda: rules name their envs only when jobs are deployed with conda (common.smk)
+	$(BIN)/snakemake --lint --sdm conda --cores 1
 
 format: setup
 	$(BIN)/ruff format .

@@ -32,6 +32,7 @@ localrules:
     compare_framework,
     compare,
     figures,
+    figures_systems,
     figures_training,
     report,
 
@@ -39,7 +40,7 @@ localrules:
 rule all:
     default_target: True
     input:
-        HARDWARE_JSON,
+        HARDWARE_FILES,
         rules.report.output,
         rules.merge_checks.output,
-        rules.compare.output if COMPARED else [],
+        rules.compare.output if COMPARE_TABLES else [],

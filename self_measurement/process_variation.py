@@ -26,14 +26,16 @@ def cell_rows(path: str, confidence: float, resamples: int) -> list[dict]:
     bench = read_netcdf(path)
     if bench.sizes.get("process", 1) < 2:
         raise SystemExit(f"{path} has {bench.sizes.get('process', 1)} process: nothing to compare")
-    latency = bench["latency_s"].transpose(*CELL_DIMS, "process", "repeat")
-    status = bench["status"].transpose(*CELL_DIMS, "process").values
+    # Every cell position: the system too, where the aggregate has systems.
+    dims = [d for d in ("system", *CELL_DIMS) if d in bench.dims]
+    latency = bench["latency_s"].transpose(*dims, "process", "repeat")
+    status = bench["status"].transpose(*dims, "process").values
     rows = []
     for index in np.ndindex(*latency.shape[:-2]):
         if not (status[index] == STATUS_OK).all():
             continue
         by_process = latency.values[index]
-        name = "/".join(str(bench[d].values[i]) for d, i in zip(CELL_DIMS, index, strict=True))
+        name = "/".join(str(bench[d].values[i]) for d, i in zip(dims, index, strict=True))
         medians = np.nanmedian(by_process, axis=1)
         one = median_ci(by_process[0], confidence, resamples, seeded_rng(0, name))
         every = hierarchical_median_ci(by_process, confidence, resamples, seeded_rng(0, name))

@@ -70,9 +70,11 @@ def test_each_cell_lands_at_its_coordinates(tmp_path):
         write(tmp_path, make_cell("jax", "jit", arch="lstm", batch=8, latency_s=[5.0, 6.0])),
     ]
     ds = aggregate_cells(paths)
-    assert ds["latency_s"].dims == ("framework", "mode", "arch", "batch", "process", "repeat")
+    dims = ("system", "framework", "mode", "arch", "batch", "process", "repeat")
+    assert ds["latency_s"].dims == dims
     assert ds["process"].values.tolist() == [0]  # a one-process sweep
-    ds = ds.sel(process=0)
+    assert ds["system"].values.tolist() == ["local"]  # cells that name no system
+    ds = ds.sel(system="local", process=0)
     assert ds["framework"].values.tolist() == ["torch", "jax"]
     assert ds["mode"].values.tolist() == ["eager", "jit"]
     assert ds["arch"].values.tolist() == ["mlp", "lstm"]
@@ -89,7 +91,7 @@ def test_modes_a_framework_does_not_have_are_absent_and_nan(tmp_path):
         write(tmp_path, make_cell("torch", "compiled")),
         write(tmp_path, make_cell("jax", "jit")),
     ]
-    ds = aggregate_cells(paths).sel(process=0)
+    ds = aggregate_cells(paths).sel(system="local", process=0)
     torch_jit = ds.sel(framework="torch", mode="jit", arch="mlp", batch=1)
     assert torch_jit["status"].item() == "absent"
     assert np.isnan(torch_jit["latency_s"].values).all()
@@ -116,7 +118,7 @@ def test_shorter_cells_are_padded_with_nan(tmp_path):
         write(tmp_path, make_cell("torch", "eager", latency_s=[1.0, 2.0, 3.0, 4.0])),
         write(tmp_path, make_cell("torch", "compiled", latency_s=[1.0, 2.0])),
     ]
-    ds = aggregate_cells(paths).sel(process=0)
+    ds = aggregate_cells(paths).sel(system="local", process=0)
     assert ds.sizes["repeat"] == 4
     short = ds["latency_s"].sel(framework="torch", mode="compiled", arch="mlp", batch=1)
     assert np.isnan(short.values[2:]).all() and short.values[:2].tolist() == [1.0, 2.0]
@@ -136,7 +138,7 @@ def test_a_cells_processes_land_along_the_process_dimension(tmp_path):
         write(tmp_path, make_cell("torch", "eager", latency_s=[3.0, 4.0], process=2), "p2.nc"),
         write(tmp_path, make_cell("jax", "jit", latency_s=[5.0, 6.0], process=2), "j2.nc"),
     ]
-    ds = aggregate_cells(paths)
+    ds = aggregate_cells(paths).sel(system="local")
     assert ds["process"].values.tolist() == [0, 2]
     torch_eager = ds.sel(framework="torch", mode="eager", arch="mlp", batch=1)
     assert torch_eager["latency_s"].values.tolist() == [[1.0, 2.0], [3.0, 4.0]]
@@ -160,11 +162,32 @@ def test_two_versions_of_one_framework_raise_naming_both_paths(tmp_path):
     assert str(old) in str(error.value) and str(new) in str(error.value)
 
 
-def test_cells_from_two_hosts_raise(tmp_path):
+def test_cells_of_two_devices_on_one_system_raise(tmp_path):
     here = write(tmp_path, make_cell("torch", "eager"))
-    there = write(tmp_path, make_cell("jax", "jit", host="otherhost"))
-    with pytest.raises(ValueError, match="host.*otherhost"):
+    there = write(tmp_path, make_cell("jax", "jit", device="cuda"))
+    with pytest.raises(ValueError, match="local cells disagree on device.*cuda"):
         aggregate_cells([here, there])
+
+
+def test_systems_sit_side_by_side_and_each_cell_keeps_its_node(tmp_path):
+    paths = [
+        write(tmp_path, make_cell("torch", "eager", system="a", host="n1", cpu_model="X"), "a1.nc"),
+        write(tmp_path, make_cell("torch", "eager", host="n2", cpu_model="Y"), "b1.nc"),
+        write(tmp_path, make_cell("torch", "eager", system="a", host="n3", batch=8), "a8.nc"),
+    ]
+    ds = aggregate_cells(paths, systems=["a", "b", "a"]).sel(process=0)
+    assert ds["system"].values.tolist() == ["a", "b"]
+    cell = ds.sel(framework="torch", mode="eager", arch="mlp")
+    assert cell["host"].values.tolist() == [["n1", "n3"], ["n2", ""]]  # nodes of one partition
+    assert cell["cpu_model"].sel(system="b", batch=1).item() == "Y"
+    assert cell["status"].sel(system="b", batch=8).item() == "absent"
+    assert ds["framework_version"].dims == ("system", "framework")
+
+
+def test_a_cell_listed_under_another_system_than_its_own_raises(tmp_path):
+    path = write(tmp_path, make_cell("torch", "eager", system="gpu_nodes"))
+    with pytest.raises(ValueError, match="records system 'gpu_nodes', listed as 'cpu_nodes'"):
+        aggregate_cells([path], systems=["cpu_nodes"])
 
 
 def test_versions_and_provenance_are_recorded(tmp_path):
@@ -172,7 +195,7 @@ def test_versions_and_provenance_are_recorded(tmp_path):
         write(tmp_path, make_cell("torch", "eager", version="2.13.0")),
         write(tmp_path, make_cell("jax", "jit", version="0.10.2", git_commit="def456")),
     ]
-    ds = aggregate_cells(paths).sel(process=0)
+    ds = aggregate_cells(paths).sel(system="local", process=0)
     assert ds["framework_version"].sel(framework="jax").item() == "0.10.2"
     assert ds["versions"].sel(framework="torch").item() == '{"torch": "2.13.0"}'
     assert ds.attrs["host"] == "testhost" and ds.attrs["device"] == "cpu"
@@ -210,6 +233,7 @@ def test_the_rule_script_aggregates_the_given_cells(tmp_path):
         "import json, runpy, sys, types\n"
         "snakemake = types.SimpleNamespace(\n"
         "    input=types.SimpleNamespace(cells=json.loads(sys.argv[1])),\n"
+        "    params=types.SimpleNamespace(systems=['local'] * len(json.loads(sys.argv[1]))),\n"
         "    output=[sys.argv[2]], log=[sys.argv[3]],\n"
         ")\n"
         "runpy.run_path(sys.argv[4], init_globals={'snakemake': snakemake})\n"

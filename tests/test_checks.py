@@ -316,7 +316,7 @@ def test_the_checks_script_writes_both_csvs_and_imports_only_its_framework(tmp_p
         "batch": 2,
         "tolerance": 1e-4,
         "modes": ["eager", "jit"],
-        "threads": 1,
+        "system": {"device": "cpu", "threads": 1},
     }
     output = {"equivalence": str(tmp_path / "eq.csv"), "flops": str(tmp_path / "flops.csv")}
     imported = _run_script(tmp_path, name="checks.py", params=params, output=output)
@@ -336,6 +336,8 @@ def test_the_merge_script_writes_one_csv_per_check(tmp_path):
             path = _write(tmp_path / f"{framework}-{check}.csv", ["framework", framework])
             inputs[check].append(str(path))
     output = {check: str(tmp_path / f"{check}.csv") for check in inputs}
-    _run_script(tmp_path, name="merge_checks.py", params={}, output=output, input=inputs)
+    params = {"systems": ["cpu_nodes", "gpu_nodes"]}
+    _run_script(tmp_path, name="merge_checks.py", params=params, output=output, input=inputs)
     for check in inputs:
-        assert (tmp_path / f"{check}.csv").read_text().split() == ["framework", "torch", "jax"]
+        rows = (tmp_path / f"{check}.csv").read_text().split()
+        assert rows == ["system,framework", "cpu_nodes,torch", "gpu_nodes,jax"]

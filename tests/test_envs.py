@@ -149,7 +149,9 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from snakemake.api import SnakemakeApi
-from snakemake.settings.types import ConfigSettings, OutputSettings, ResourceSettings
+from snakemake.settings.types import (
+    ConfigSettings, DeploymentMethod, DeploymentSettings, OutputSettings, ResourceSettings
+)
 
 repo, workdir, configfile, out = map(Path, sys.argv[1:5])
 with SnakemakeApi(OutputSettings()) as api:
@@ -158,14 +160,19 @@ with SnakemakeApi(OutputSettings()) as api:
         workdir=workdir,
         config_settings=ConfigSettings(configfiles=[configfile]),
         resource_settings=ResourceSettings(cores=1),
+        # Rules name their envs under --sdm conda only (common.smk: FRAMEWORK_ENV).
+        deployment_settings=DeploymentSettings(deployment_method={DeploymentMethod.CONDA}),
     )
     envs = {}
     for rule in workflow_api._workflow.rules:  # the parsed rules (no public accessor)
         if rule.norun:
             continue
         env = rule.conda_env
-        if callable(env):
-            env = {fw: str(env(SimpleNamespace(framework=fw))) for fw in sys.argv[5:]}
+        if callable(env):  # per job: of the default config's one system, per framework
+            job = lambda fw: SimpleNamespace(framework=fw, system="local")
+            env = {fw: str(env(job(fw))) for fw in sys.argv[5:]}
+            if len(set(env.values())) == 1:  # the same env for every framework
+                env = next(iter(env.values()))
         elif env is not None:
             env = str((Path(rule.snakefile).parent / env).resolve())
         envs[rule.name] = env

@@ -35,7 +35,7 @@ def _aggregate(tmp_path, offsets):
 def test_processes_that_disagree_are_seen_by_the_hierarchical_ci_only(tmp_path, capsys):
     path = _aggregate(tmp_path, [1.0, 1.1, 1.2, 1.3])
     (row,) = process_variation.cell_rows(path, 0.95, 500)
-    assert row["cell"] == "torch/eager/mlp/1"
+    assert row["cell"] == "local/torch/eager/mlp/1"
     assert row["spread"] == pytest.approx(1.3, rel=0.01)
     assert row["all_width"] > 10 * row["one_width"]
     assert not row["one_holds_pooled"]  # process 0 alone sits at 1.0, the pooled median ~1.15

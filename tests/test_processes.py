@@ -47,7 +47,18 @@ def _bench(tmp_path, cells):
     for i, cell in enumerate(cells):
         paths.append(tmp_path / f"c{i}.nc")
         write_cell(cell, paths[-1])
-    return aggregate_cells(paths)
+    return aggregate_cells(paths).sel(system="local")
+
+
+def test_pool_keeps_the_system_dimension_of_an_aggregate(tmp_path):
+    paths = []
+    for i in range(3):
+        paths.append(tmp_path / f"s{i}.nc")
+        write_cell(_cell(i // 2, [1.0 + i, 2.0 + i]), paths[-1])
+    pooled = pool(aggregate_cells(paths, systems=["a", "b", "a"]))
+    assert pooled["latency_s"].dims[:2] == ("system", "framework")
+    cell = pooled["latency_s"].sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    assert sorted(cell.sel(system="a").values.tolist()) == [1.0, 2.0, 3.0, 4.0]
 
 
 def test_pool_stacks_the_timings_and_reduces_each_variable_by_its_meaning(tmp_path):

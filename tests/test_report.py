@@ -163,10 +163,11 @@ def test_no_training_or_compare_section_without_those_inputs(report):
 def test_a_training_section_appears_with_each_runs_numbers(results, tmp_path):
     text = render_report(inputs(results, train_stats=[training_runs(tmp_path)]), tmp_path / "r.md")
     training = section(text, "Training")
-    cells = row(training, "torch", "compiled", "resnet8", "digits")
-    assert cells[4:9] == ["ok", "2.1", "2.9", "9.2", "780"]  # steady, overhead, target, samples/s
-    assert cells[9] == "91"  # the last epoch's validation accuracy, %
-    assert row(training, "jax", "jit", "resnet8", "digits")[4] == "failed"
+    # Runs that record no system are the default config's one machine's.
+    cells = row(training, "local", "torch", "compiled", "resnet8", "digits")
+    assert cells[5:10] == ["ok", "2.1", "2.9", "9.2", "780"]  # steady, overhead, target, samples/s
+    assert cells[10] == "91"  # the last epoch's validation accuracy, %
+    assert row(training, "local", "jax", "jit", "resnet8", "digits")[5] == "failed"
 
 
 def compared(tmp_path: Path) -> Path:

@@ -1,7 +1,9 @@
 """The workflow through a real SLURM: a one-node cluster on localhost (tests/slurm/cluster.py)
-runs a cut of the smoke sweep submitted with profiles/slurm, overridden only where this
-machine differs from a cluster (tests/slurm/profile). Needs root; installs Debian's SLURM
-packages when they are missing."""
+runs a cut of the smoke sweep on two systems, one per partition (the second asks for one of
+the node's fake GPUs), submitted with profiles/slurm, overridden only where this machine differs
+from a cluster (tests/slurm/profile). `sacct` (from SLURM's job completion file, there being no
+accounting database) proves where each job ran. Needs root; installs Debian's SLURM packages
+when they are missing."""
 
 from __future__ import annotations
 
@@ -25,7 +27,15 @@ PROFILE = REPO / "profiles/slurm"
 TEST_PROFILE = REPO / "tests/slurm/profile"
 SWEEP = REPO / "tests/slurm/sweep.yaml"
 PROFILES = ("--profile", str(PROFILE), "--profile", str(TEST_PROFILE))
-RUN_TIMEOUT_S = 300
+RUN_TIMEOUT_S = 600
+CPU_PARTITION, GPU_PARTITION = "cpu", "gpu"
+# Two systems, one per partition. The node has no real GPU, so the second system measures on
+# the CPU while its jobs ask SLURM for one fake GPU: what is proven is the request and the
+# placement, not CUDA (a cuda system's plan: test_a_cuda_system_plans_its_jobs_with_gpus).
+SYSTEMS = {
+    "cpu_nodes": {"threads": 1, "slurm": {"partition": CPU_PARTITION}},
+    "gpu_nodes": {"threads": 1, "slurm": {"partition": GPU_PARTITION, "gpus": 1}},
+}
 TIMING_RULES = ("hardware", "bench", "train")  # docs/architecture.md: the timing jobs
 SUBMITTED = re.compile(r"Job \d+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
 
@@ -41,6 +51,12 @@ class SlurmJob:
     @property
     def rule(self) -> str:
         return self.fields["Comment"].removeprefix("rule_").split("_wildcards_")[0]
+
+    @property
+    def system(self) -> str | None:
+        """The system named in the job's wildcards (its SLURM log lists them)."""
+        found = re.search(r"wildcards: (?:.*, )?system=([^,\s]+)", self.log.read_text())
+        return found.group(1) if found else None
 
 
 @dataclass
@@ -96,9 +112,26 @@ def run_with_slurm(args: list[str], workdir: Path, cluster, snakefile: Path) -> 
 
 
 def sweep_args(workdir: Path) -> list[str]:
-    lock = workdir / "config-lock.yaml"  # a private timing lock: other runs never block it
-    lock.write_text(yaml.safe_dump({"timing_lock": str(workdir / "timing.lock")}))
-    return ["--configfile", SMOKE, str(SWEEP), str(lock)]
+    # a private timing lock: other runs never block it
+    local = {"timing_lock": str(workdir / "timing.lock"), "systems": SYSTEMS}
+    (workdir / "config-local.yaml").write_text(yaml.safe_dump(local))
+    return ["--configfile", SMOKE, str(SWEEP), str(workdir / "config-local.yaml")]
+
+
+def sacct(cluster) -> dict[str, dict[str, str]]:
+    """Every finished job as `sacct` reports it, by job id: no slurmdbd here, so from the job
+    completion file (`-c`), which has partition, CPUs, node and state but no TRES."""
+    fields = ("JobID", "Partition", "AllocCPUS", "NodeList", "State")
+    text = subprocess.run(
+        ["sacct", "-c", "-P", "-n", f"--format={','.join(fields)}"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=os.environ | cluster.env(),
+        check=True,
+    ).stdout
+    rows = [dict(zip(fields, line.split("|"), strict=True)) for line in text.splitlines()]
+    return {row["JobID"]: row for row in rows}
 
 
 def planned_resources(output: str) -> list[tuple[str, dict[str, str]]]:
@@ -145,7 +178,7 @@ CLUSTER_RULES = (*TIMING_RULES, "checks")
 def cluster(tmp_path_factory):
     state = tmp_path_factory.mktemp("slurm-state")
     try:
-        running = local_cluster.start(state)
+        running = local_cluster.start(state, CPU_PARTITION, GPU_PARTITION)
     except local_cluster.NotRoot as error:
         pytest.skip(str(error))
     except local_cluster.ClusterError as error:
@@ -183,12 +216,14 @@ def test_timing_jobs_run_on_slurm_and_the_cheap_rules_where_snakemake_runs(slurm
     assert (slurm_run.workdir / "results/aggregate/bench.nc").is_file()
 
 
-def test_each_job_got_the_partition_memory_time_and_gpus_the_profile_gives_its_rule(slurm_run):
+def test_each_job_got_its_systems_partition_and_gpus_and_its_rules_memory_and_time(slurm_run):
     for job in slurm_run.jobs:
         wanted = rule_resources(job.rule)
-        assert job.fields["Partition"] == wanted["slurm_partition"], job.rule
-        gpus = wanted.get("gpu")
-        assert job.fields.get("TresPerJob") == (f"gres:gpu:{gpus}" if gpus else None), job.rule
+        slurm = SYSTEMS[job.system]["slurm"]
+        assert job.fields["Partition"] == slurm["partition"], (job.rule, job.system)
+        gpus = slurm.get("gpus")
+        tres = job.fields.get("TresPerJob")
+        assert tres == (f"gres:gpu:{gpus}" if gpus else None), (job.rule, job.system)
         # Memory and time as Snakemake evaluated them for this job (its log lists them).
         lines = job.log.read_text().splitlines()
         line = next(line for line in lines if line.strip().startswith("resources:"))
@@ -196,6 +231,42 @@ def test_each_job_got_the_partition_memory_time_and_gpus_the_profile_gives_its_r
         assert job.fields["MinMemoryNode"] == f"{asked['mem_mb']}M", job.rule
         minutes = int(asked["runtime"])
         assert job.fields["TimeLimit"] == f"{minutes // 60:02d}:{minutes % 60:02d}:00", job.rule
+        assert wanted["slurm_partition"] == CPU_PARTITION  # the default the systems override
+
+
+def test_sacct_shows_each_systems_hardware_and_bench_jobs_on_its_own_partition(slurm_run, cluster):
+    accounted = sacct(cluster)
+    node_cpus = scontrol("node", "localhost", cluster.env())["CPUTot"]
+    seen = set()
+    for job in slurm_run.jobs:
+        row = accounted[job.id]
+        assert row["State"] == "COMPLETED", (job.id, row)
+        assert row["Partition"] == SYSTEMS[job.system]["slurm"]["partition"], (job.rule, row)
+        if job.rule in TIMING_RULES:
+            assert row["AllocCPUS"] == node_cpus, (job.rule, row)  # the whole node
+        seen.add((job.rule, job.system))
+    for system in SYSTEMS:
+        assert {("hardware", system), ("bench", system), ("checks", system)} <= seen, system
+
+
+def test_the_aggregate_holds_both_systems_each_measured_on_its_partition(slurm_run):
+    with xr.open_dataset(slurm_run.workdir / "results/aggregate/bench.nc") as bench:
+        assert list(bench["system"].values) == list(SYSTEMS)
+        for system, settings in SYSTEMS.items():
+            cells = bench.sel(system=system)
+            measured = cells["status"].values != "absent"
+            assert measured.sum() >= 2, system
+            assert set(cells["status"].values[measured]) == {"ok"}, system
+            partitions = set(cells["slurm_partition"].values[measured])
+            assert partitions == {settings["slurm"]["partition"]}, system
+    for system in SYSTEMS:
+        hardware = json.loads((slurm_run.workdir / f"results/hardware/{system}.json").read_text())
+        assert hardware["system"] == system
+        assert hardware["node"]["slurm_partition"] == SYSTEMS[system]["slurm"]["partition"]
+        expected_gpus = str(SYSTEMS[system]["slurm"].get("gpus", ""))
+        assert hardware["node"]["slurm_gpus"] in (expected_gpus, "0" if not expected_gpus else "")
+    with xr.open_dataset(slurm_run.workdir / "results/summary/stats.nc") as stats:
+        assert list(stats["system"].values) == list(SYSTEMS)
 
 
 def test_timing_jobs_are_submitted_together_and_never_share_the_node(slurm_run, cluster):
@@ -257,22 +328,48 @@ def test_outputs_have_the_shape_of_a_local_run(slurm_run, local_run):
     assert compared >= 5  # hardware json, two cells, the aggregate, the checks
 
 
-def test_the_train_rule_runs_on_one_gpu_of_the_gpu_partition(cluster, tmp_path):
-    # A one-rule workflow whose `train` rule asks for what fwbench's asks for with
-    # device: cuda (the smoke sweep runs on the CPU); the profile adds the whole node.
-    run = run_with_slurm(["train-step.env"], tmp_path, cluster, REPO / "tests/slurm/Snakefile")
-    schema = yaml.safe_load((REPO / "workflow/schemas/train.schema.yaml").read_text())
-    defaults = schema["properties"]
-    wanted = {
-        "slurm_partition": defaults["slurm_partition"]["default"],
-        "gpu": defaults["gpus"]["default"],
+def test_a_gpu_systems_train_job_ran_with_its_gpu(slurm_run):
+    trained = [job for job in slurm_run.jobs if job.rule == "train"]
+    assert {job.system for job in trained} == set(SYSTEMS)
+    for job in trained:
+        gpus = SYSTEMS[job.system]["slurm"].get("gpus")
+        assert job.fields.get("TresPerJob") == (f"gres:gpu:{gpus}" if gpus else None)
+    runs = sorted((slurm_run.workdir / "results/train/gpu_nodes").rglob("*.nc"))
+    assert runs
+    for path in runs:
+        with xr.open_dataset(path) as run:
+            assert run.attrs["slurm_partition"] == GPU_PARTITION
+            assert run.attrs["slurm_gpus"] == "1"  # SLURM gave the job step one GPU
+
+
+def test_a_cuda_system_plans_its_jobs_with_gpus_on_its_partition(tmp_path):
+    systems = {
+        "laptop": {},
+        "h200": {
+            "device": "cuda",
+            "threads": 8,
+            "slurm": {"partition": "gpu", "gpu_model": "h200"},
+        },
     }
-    [job] = run.jobs
-    assert job.fields["Partition"] == wanted["slurm_partition"]
-    assert wanted["slurm_partition"] != rule_resources("bench")["slurm_partition"]
-    assert job.fields["TresPerJob"] == f"gres:gpu:{wanted['gpu']}"
-    assert job.fields["OverSubscribe"] == "NO"
-    seen = dict(line.split("=", 1) for line in (tmp_path / "train-step.env").read_text().split())
-    assert seen["SLURM_JOB_ID"] == job.id
-    assert seen["SLURM_JOB_PARTITION"] == wanted["slurm_partition"]
-    assert len(seen["CUDA_VISIBLE_DEVICES"].split(",")) == wanted["gpu"]
+    (tmp_path / "systems.yaml").write_text(yaml.safe_dump({"systems": systems}))
+    result = snakemake(
+        "-n",
+        "-p",
+        "--configfile",
+        SMOKE,
+        str(tmp_path / "systems.yaml"),
+        "--profile",
+        str(PROFILE),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr[-4000:]
+    jobs = planned_resources(result.stdout + result.stderr)
+    timing = [(rule, r) for rule, r in jobs if rule in (*TIMING_RULES, "checks")]
+    gpu_jobs = [r for _, r in timing if r.get("slurm_partition") == "gpu"]
+    cpu_jobs = [r for _, r in timing if r.get("slurm_partition") == CPU_PARTITION]
+    assert gpu_jobs and cpu_jobs
+    for resources in gpu_jobs:
+        assert (resources["gpu"], resources["gpu_model"]) == ("1", "h200")
+    for resources in cpu_jobs:
+        assert "gpu" not in resources
+    assert "results/hardware/h200.json" in result.stdout

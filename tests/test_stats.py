@@ -12,6 +12,7 @@ import pytest
 import xarray as xr
 
 from fwbench.analysis.aggregate import aggregate_cells
+from fwbench.analysis.by_system import select_system, summarize_systems
 from fwbench.analysis.estimators import (
     break_even_iterations,
     describe,
@@ -385,30 +386,69 @@ def test_the_rule_script_writes_every_output(tmp_path):
     write_hardware(HARDWARE, tmp_path / "hw.json")
     out = tmp_path / "summary"
     outputs = {"nc": out / "stats.nc", "csv": out / "stats.csv"}
-    outputs |= {name: out / "tables" / f"{name}.md" for name in TABLES}
+    tables = {name: out / "local" / "tables" / f"{name}.md" for name in TABLES}
     fake = type("Snakemake", (), {})()
     fake.input = Namedlist(
-        fromdict={"bench": str(tmp_path / "bench.nc"), "hardware": str(tmp_path / "hw.json")}
+        fromdict={"bench": str(tmp_path / "bench.nc"), "hardware": [str(tmp_path / "hw.json")]}
     )
-    fake.output = Namedlist(fromdict={k: str(v) for k, v in outputs.items()})
+    fake.output = Namedlist(
+        fromdict={k: str(v) for k, v in outputs.items()}
+        | {name: [str(path)] for name, path in tables.items()}  # one per system
+    )
     fake.params = Namedlist(
-        fromdict={"stats": {"alpha": 0.01, "table_batch": 1, "bootstrap_resamples": 200}, "seed": 3}
+        fromdict={
+            "stats": {"alpha": 0.01, "table_batch": 1, "bootstrap_resamples": 200},
+            "seed": 3,
+            "systems": ["local"],
+        }
     )
     fake.log = Namedlist([str(tmp_path / "stats.log")])
     runpy.run_path(str(REPO / "workflow/scripts/stats.py"), init_globals={"snakemake": fake})
 
     csv = pd.read_csv(outputs["csv"])
     assert len(csv) == 4 and set(csv["status"]) == {"ok", "failed"}
+    assert set(csv["system"]) == {"local"}
     with xr.open_dataset(outputs["nc"]) as stats:
-        assert stats.attrs["stats_seed"] == 3 and stats.attrs["roofline_bandwidth_Bps"] == 2.9e10
-        fastest_us = stats["median_s"].sel(framework="torch", mode="compiled").item() * 1e6
-    (mlp_row,) = [row for row in outputs["latency"].read_text().splitlines() if "| mlp |" in row]
+        one = select_system(stats, "local")
+        assert one.attrs["stats_seed"] == 3 and one.attrs["roofline_bandwidth_Bps"] == 2.9e10
+        fastest_us = one["median_s"].sel(framework="torch", mode="compiled").item() * 1e6
+    (mlp_row,) = [row for row in tables["latency"].read_text().splitlines() if "| mlp |" in row]
     assert f"**{fastest_us:,.1f}**" in mlp_row and mlp_row.count("**") == 2  # fastest in bold
     assert "| failed |" in mlp_row
-    assert "unsupported op While" in outputs["failed"].read_text()
-    assert "torch/compiled" in outputs["winners"].read_text()
-    assert "2.00 [" in outputs["compile_speedup"].read_text()  # ≈ 1 ms / 0.5 ms
-    assert "GB/s (STREAM triad)" in outputs["efficiency"].read_text()
+    assert "unsupported op While" in tables["failed"].read_text()
+    assert "torch/compiled" in tables["winners"].read_text()
+    assert "2.00 [" in tables["compile_speedup"].read_text()  # ≈ 1 ms / 0.5 ms
+    assert "GB/s (STREAM triad)" in tables["efficiency"].read_text()
+
+
+def test_each_system_is_held_against_its_own_hardware_file(tmp_path):
+    paths = []
+    for system in ("slow", "fast"):
+        for framework, mode in (("torch", "eager"), ("torch", "compiled")):
+            c = cell(framework, mode, noisy(4e-6, seed=len(paths)), flops=4e3)
+            c.attrs |= {"system": system, "cpu_model": "Zen 3" if system == "slow" else "Zen 4"}
+            paths.append(tmp_path / f"{system}-{mode}.nc")
+            write_cell(c, paths[-1])
+    bench = aggregate_cells(paths)
+    slow = limits_from_document(HARDWARE | {"node": {"cpu_model": "Zen 3"}}, "slow.json")
+    fast_peak = {"compute": {"dtypes": {"float32": {"best_flops_per_s": 4e9}}}}
+    fast = limits_from_document(HARDWARE | fast_peak | {"node": {"cpu_model": "Zen 5"}}, "f.json")
+    stats = summarize_systems(bench, {"slow": slow, "fast": fast}, SETTINGS)
+    assert stats["system"].values.tolist() == ["slow", "fast"]
+    cells = stats.sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    # Same timings, each against its own roofs over 4 µs: slow's bound is memory (1e3 B at
+    # 29 GB/s: 34 ns, above 4e3 FLOP at 400 GFLOP/s), fast's compute (4e3 FLOP at 4 GFLOP/s).
+    assert cells["efficiency"].sel(system="slow").item() == pytest.approx(
+        1e3 / 2.9e10 / 4e-6, rel=0.05
+    )
+    assert cells["efficiency"].sel(system="fast").item() == pytest.approx(0.25, rel=0.05)
+    # The fast system's cells ran on another CPU than its hardware file measured.
+    assert "node_mismatch" not in cells["flags"].sel(system="slow").item()
+    assert "node_mismatch" in cells["flags"].sel(system="fast").item()
+    assert select_system(stats, "fast").attrs["roofline_peak_flops_per_s"] == 4e9
+    assert select_system(stats, "slow").attrs["roofline_peak_flops_per_s"] == 4e11
+    with pytest.raises(ValueError, match="no hardware limits for the system"):
+        summarize_systems(bench, {"slow": slow}, SETTINGS)
 
 
 def test_tables_need_a_path_each(tmp_path):

@@ -36,14 +36,17 @@ MIN_MARGIN = 1e-4
 STEP_RTOL = 1e-4
 # Weight decay larger than the default so that decoupled or missing decay shows at step 2.
 OPTIMIZER = SGDConfig(momentum=0.9, weight_decay=5e-3, schedule=StepSchedule(0.1, (1,), 0.1))
+# 8 channels, not 4: on an AVX2-only CPU (AMD Zen 3) torch 2.13's compiled backward of a
+# 4-channel channels-last convolution corrupts the heap (oneDNN's AVX2 kernel; correct with
+# ONEDNN_MAX_CPU_ISA=SSE41 or 8 channels): gradients 34x off, or the process aborts.
 SPECS = {
     "basic-small": resnet.ResNetSpec(
-        block="basic", stages=(1, 1), base_width=4, stem="small", channels=1, height=8, width=8
+        block="basic", stages=(1, 1), base_width=8, stem="small", channels=1, height=8, width=8
     ),
     "bottleneck-imagenet": resnet.ResNetSpec(
         block="bottleneck",
         stages=(1, 1),
-        base_width=4,
+        base_width=8,
         stem="imagenet",
         channels=3,
         height=16,
@@ -61,8 +64,13 @@ FAST_MODES = [
 ]
 
 
+# Weights and batches whose pre-activations keep MIN_MARGIN from every ReLU and max-pool kink
+# in both specs (searched: seeds 1-8 come closer at 8 channels).
+SEED = 9
+
+
 def _batches(spec: resnet.ResNetSpec) -> list[tuple[np.ndarray, np.ndarray]]:
-    rng = np.random.default_rng(1)
+    rng = np.random.default_rng(SEED)
     return [
         (
             rng.standard_normal(spec.input_shape(4)).astype(np.float32),
@@ -90,7 +98,7 @@ def case(request):
     from fwbench.frameworks.torch.train import TorchTrainer
 
     spec = SPECS[request.param]
-    weights = resnet.make_weights(spec, seed=1)
+    weights = resnet.make_weights(spec, seed=SEED)
     batches = _batches(spec)
     reference = TorchTrainer(spec, weights, OPTIMIZER, "eager", "cpu", dtype=torch.float64)
     return spec, weights, batches, _two_steps(reference, "NCHW", batches)

@@ -37,7 +37,7 @@ def default_settings(**overrides):
 def tiny_settings(**overrides):
     """A 2-stage, width-4 ResNet on 64 digits for two epochs: seconds per framework."""
     settings = {
-        "architectures": {"tiny": {"block": "basic", "stages": [1, 1], "base_width": 4}},
+        "architectures": {"tiny": {"block": "basic", "stages": [1, 1], "base_width": 8}},
         "models": ["tiny"],
         "epochs": 2,
         "batch_size": 8,
@@ -83,7 +83,7 @@ def test_a_train_run_writes_every_variable_with_units_and_provenance(tmp_path):
     assert json.loads(attrs["threads"]) == {"threads": 1}
     assert json.loads(attrs["config"])["epochs"] == 2
     assert attrs["steps_per_epoch"] == 8 and attrs["train_samples"] == 64
-    assert json.loads(attrs["spec"])["base_width"] == 4
+    assert json.loads(attrs["spec"])["base_width"] == 8
     assert attrs["start_ns"] < attrs["end_ns"] and attrs["git_commit"]
     assert len(attrs["dataset_fingerprint"]) == 64 and len(attrs["batch_order_hash"]) == 64
 
@@ -208,8 +208,7 @@ def test_the_script_writes_the_file_and_log_under_the_timing_lock(tmp_path):
         "model": "tiny",
         "dataset": "digits",
         "settings": tiny_settings(epochs=1),
-        "threads": 1,
-        "device": "cpu",
+        "system": {"device": "cpu", "threads": 1},
         "seed": 0,
     }
     config = {"timing_lock": str(tmp_path / "timing.lock")}
@@ -219,7 +218,7 @@ def test_the_script_writes_the_file_and_log_under_the_timing_lock(tmp_path):
         "params = types.SimpleNamespace(**json.loads(sys.argv[1]))\n"
         "snakemake = types.SimpleNamespace(\n"
         "    params=params, output=[sys.argv[2]], log=[sys.argv[3]],\n"
-        "    config=json.loads(sys.argv[5]),\n"
+        "    config=json.loads(sys.argv[5]), wildcards=types.SimpleNamespace(system='box'),\n"
         ")\n"
         "runpy.run_path(sys.argv[4], init_globals={'snakemake': snakemake}, run_name='__main__')\n"
     )
@@ -233,6 +232,7 @@ def test_the_script_writes_the_file_and_log_under_the_timing_lock(tmp_path):
     assert ds.attrs["status"] == "ok", ds.attrs.get("error_message")
     assert json.loads(ds.attrs["threads"])["threads"] == 1
     assert ds.attrs["lock_wait_s"] >= 0 and (tmp_path / "timing.lock").exists()
+    assert ds.attrs["system"] == "box" and ds.attrs["cpu_model"]  # the node it ran on
     assert "torch/eager/tiny/digits: status=ok" in log.read_text()
 
 

@@ -59,7 +59,7 @@ def test_upgrading_torch_reruns_only_torch_cells_and_keeps_the_old_ones(smoke_co
     assert plan.get("checks") == 1 and "hardware" not in plan
     assert plan.get("aggregate_bench") == 1
 
-    cells = workdir / "results/cells"
+    cells = workdir / "results/cells/local"  # the default config's one system
     old_torch = sorted((cells / "torch").rglob("*.nc"))
     others = snapshot(
         sorted((cells / "jax").rglob("*.nc")) + sorted(cells.glob("tensorflow/**/*.nc"))
@@ -72,13 +72,13 @@ def test_upgrading_torch_reruns_only_torch_cells_and_keeps_the_old_ones(smoke_co
     new_torch = sorted((cells / "torch" / NEW_TORCH).rglob("*.nc"))
     assert len(new_torch) == torch_cells
 
-    table = pd.read_csv(workdir / "results/compare/torch.csv", dtype={"new_version": str})
+    table = pd.read_csv(workdir / "results/compare/local/torch.csv", dtype={"new_version": str})
     assert len(table) == torch_cells
     assert set(table["new_version"]) == {NEW_TORCH}
     assert set(table["old_version"]) == {installed_versions("torch")["torch"]}
     assert set(table["verdict"]) <= {"faster", "slower", "no significant change"}
     assert (table["ratio"] > 0).all()
-    assert "## torch" in (workdir / "results/compare/summary.md").read_text()
+    assert "## local/torch" in (workdir / "results/compare/summary.md").read_text()
 
 
 def test_a_dimension_edit_reruns_only_that_architectures_cells(smoke_copy):

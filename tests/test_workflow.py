@@ -7,6 +7,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -15,7 +16,7 @@ import pytest
 import yaml
 
 from fwbench.io.cell_file import read_cell
-from fwbench.measure.provenance import host, installed_versions
+from fwbench.measure.provenance import installed_versions
 
 from conftest import FAILING_CELL, REPO, SMOKE, SNAKEMAKE, smoke_configs, snakemake
 
@@ -36,7 +37,7 @@ def test_every_configured_cell_is_its_own_output(smoke_run):
     expected = sum(modes[fw] for fw in config["frameworks"])
     expected *= len(config["architectures"]) * len(config["batch_sizes"])
     assert len(cells(smoke_run)) == expected
-    torch_cell = smoke_run / f"results/cells/torch/{version('torch')}/compiled/mlp/b8.nc"
+    torch_cell = smoke_run / f"results/cells/local/torch/{version('torch')}/compiled/mlp/b8.nc"
     ds = read_cell(torch_cell)
     assert ds.attrs["status"] == "ok" and ds.attrs["batch"] == 8
     assert float(ds["compiled"]) == 1.0
@@ -55,22 +56,22 @@ def test_no_two_timing_jobs_overlapped(smoke_run):
 
 def test_a_failing_cell_is_recorded_and_the_sweep_completes(smoke_run):
     framework, mode, arch = FAILING_CELL.split("/")
-    path = smoke_run / f"results/cells/{framework}/{version(framework)}/{mode}/{arch}/b1.nc"
+    path = smoke_run / f"results/cells/local/{framework}/{version(framework)}/{mode}/{arch}/b1.nc"
     ds = read_cell(path)
     assert ds.attrs["status"] == "failed"
     assert ds.attrs["error_type"] == "InjectedFailure"
     others = [read_cell(p).attrs["status"] for p in cells(smoke_run) if arch not in str(p)]
     assert set(others) == {"ok"}
     assert (smoke_run / "results/aggregate/bench.nc").exists()
-    assert (smoke_run / f"results/hardware/{host()}-cpu.json").exists()
+    assert (smoke_run / "results/hardware/local.json").exists()
 
 
 def test_a_target_outside_the_config_is_rejected(smoke_run):
-    outside = f"results/cells/torch/{version('torch')}/xla/mlp/b8.nc"
+    outside = f"results/cells/local/torch/{version('torch')}/xla/mlp/b8.nc"
     result = snakemake("-n", outside, "--configfile", SMOKE, cwd=smoke_run)
     assert result.returncode != 0
     assert "mode 'xla' is not configured for torch" in result.stdout + result.stderr
-    wrong_version = "results/cells/torch/0.0.1/eager/mlp/b8.nc"
+    wrong_version = "results/cells/local/torch/0.0.1/eager/mlp/b8.nc"
     result = snakemake("-n", wrong_version, "--configfile", SMOKE, cwd=smoke_run)
     assert result.returncode != 0
     assert "0.0.1" in result.stdout + result.stderr
@@ -80,7 +81,7 @@ def test_an_interrupted_job_leaves_no_output_and_only_it_reruns(smoke_copy):
     smoke_run = smoke_copy
     # A sweep stopped midway: one cell not yet written, nothing downstream of it yet (Snakemake
     # does not recreate a missing intermediate file whose consumers are up to date).
-    target = smoke_run / f"results/cells/torch/{version('torch')}/compiled/lstm/b8.nc"
+    target = smoke_run / f"results/cells/local/torch/{version('torch')}/compiled/lstm/b8.nc"
     target.unlink()
     results = smoke_run / "results"
     (results / "aggregate/bench.nc").unlink()
@@ -140,7 +141,7 @@ def test_more_processes_add_only_the_new_processes_jobs_in_a_seeded_shuffled_ord
     ]
     assert len(set(priorities)) == len(outputs) == counts["bench_process"]
     # not sorted by framework: the order mixes them
-    frameworks_in_order = [output.split("/")[2] for output in outputs]
+    frameworks_in_order = [output.split("/")[3] for output in outputs]
     assert frameworks_in_order != sorted(frameworks_in_order)
 
 
@@ -159,3 +160,53 @@ def test_equivalence_checks_pass_for_every_framework_and_mode(smoke_run):
     config = yaml.safe_load(Path(SMOKE).read_text())
     assert set(table["framework"]) == set(config["frameworks"])
     assert table["pass"].all(), table[~table["pass"]].to_string()
+
+
+def planned(plan: subprocess.CompletedProcess) -> dict[str, int]:
+    """Jobs per rule of a dry run's job-stats table."""
+    assert plan.returncode == 0, plan.stdout[-3000:] + plan.stderr[-3000:]
+    counts = {}
+    for line in plan.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] != "total":
+            counts[parts[0]] = int(parts[1])
+    return counts
+
+
+def test_adding_a_system_plans_only_that_systems_timing_jobs(smoke_run):
+    second = smoke_run / "two-systems.yaml"
+    second.write_text(yaml.safe_dump({"systems": {"local": {}, "other": {"threads": 1}}}))
+    plan = snakemake("-n", "--configfile", *smoke_configs(smoke_run), str(second), cwd=smoke_run)
+    counts = planned(plan)
+    assert counts["bench"] == len(cells(smoke_run)) and counts["hardware"] == 1
+    outputs = [line.split("output: ")[1] for line in plan.stdout.splitlines() if "output: " in line]
+    timing = [o for o in outputs if o.startswith(("results/cells/", "results/hardware/"))]
+    assert timing and all(o.split("/")[2].startswith("other") for o in timing), timing
+
+
+def run_migrate(workdir: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "fwbench.io.migrate", "--system", "local"]
+    return subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=60)
+
+
+def test_results_of_the_layout_before_systems_are_refused_then_migrated_and_not_rerun(smoke_copy):
+    results = smoke_copy / "results"
+    # The layout before systems: stage/framework/..., the hardware file named by host.
+    for stage in ("cells", "train", "checks", "logs/bench", "logs/train", "logs/checks"):
+        for framework in (results / stage / "local").iterdir():
+            framework.rename(results / stage / framework.name)
+        (results / stage / "local").rmdir()
+    (results / "hardware/local.json").rename(results / "hardware/vm-cpu.json")
+    configs = smoke_configs(smoke_copy)
+    refused = snakemake("-n", "--configfile", *configs, cwd=smoke_copy)
+    assert refused.returncode != 0
+    assert "python -m fwbench.io.migrate --system local" in refused.stdout + refused.stderr
+
+    migrate = run_migrate(smoke_copy)
+    assert migrate.returncode == 0, migrate.stderr
+    assert "results/hardware/vm-cpu.json -> results/hardware/local.json" in migrate.stdout
+    counts = planned(snakemake("-n", "--configfile", *configs, cwd=smoke_copy))
+    # Nothing measured again: the moved cells, runs, checks and hardware file all count.
+    assert not {"bench", "train", "checks", "hardware"} & set(counts), counts
+    again = run_migrate(smoke_copy)
+    assert again.returncode == 0 and "nothing of the layout before systems" in again.stdout

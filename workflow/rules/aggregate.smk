@@ -1,4 +1,4 @@
-# Every raw timing of the current framework versions into one xarray dataset.
+# Every raw timing of the current framework versions, on every system, into one xarray dataset.
 
 
 rule aggregate_bench:
@@ -12,5 +12,7 @@ rule aggregate_bench:
         conda_env("analysis")
     resources:
         timing_slot=1,
+    params:
+        systems=CELL_SYSTEMS,
     script:
         "../scripts/aggregate.py"

@@ -1,17 +1,18 @@
-# Equivalence with the float64 reference, and analytic FLOPs vs framework counters.
+# Equivalence with the float64 reference, and analytic FLOPs vs framework counters, per system.
 
 
 rule checks:
     output:
-        equivalence="results/checks/{framework}/{version}/equivalence.csv",
-        flops="results/checks/{framework}/{version}/flops.csv",
+        equivalence="results/checks/{system}/{framework}/{version}/equivalence.csv",
+        flops="results/checks/{system}/{framework}/{version}/flops.csv",
     log:
-        "results/logs/checks/{framework}/{version}.log",
+        "results/logs/checks/{system}/{framework}/{version}.log",
     priority: AHEAD_OF_BENCH
     conda:
-        framework_env
-    threads: THREADS
+        FRAMEWORK_ENV
+    threads: SYSTEM_THREADS
     resources:
+        **SYSTEM_RESOURCES,
         timing_slot=1,
     params:
         framework="{framework}",
@@ -21,18 +22,27 @@ rule checks:
         seed=config["seed"],
         batch=lookup(within=config, dpath="equivalence/batch"),
         tolerance=lookup(within=config, dpath="equivalence/tolerance"),
-        threads=THREADS,
-        versions=lambda wildcards: VERSIONS[wildcards.framework],
+        system=system_params,
+        versions=lambda wildcards: VERSIONS[(wildcards.system, wildcards.framework)],
     script:
         "../scripts/checks.py"
+
+
+CHECK_RUNS = [
+    (system, fw, VERSION[(system, fw)]) for system in SYSTEM_NAMES for fw in FRAMEWORKS
+]
 
 
 rule merge_checks:
     input:
         equivalence=[
-            f"results/checks/{fw}/{VERSION[fw]}/equivalence.csv" for fw in FRAMEWORKS
+            f"results/checks/{s}/{fw}/{version}/equivalence.csv"
+            for s, fw, version in CHECK_RUNS
         ],
-        flops=[f"results/checks/{fw}/{VERSION[fw]}/flops.csv" for fw in FRAMEWORKS],
+        flops=[
+            f"results/checks/{s}/{fw}/{version}/flops.csv"
+            for s, fw, version in CHECK_RUNS
+        ],
     output:
         equivalence=report(
             "results/checks/equivalence.csv",
@@ -50,5 +60,7 @@ rule merge_checks:
         conda_env("analysis")
     resources:
         timing_slot=1,
+    params:
+        systems=[system for system, _, _ in CHECK_RUNS],
     script:
         "../scripts/merge_checks.py"

@@ -1,7 +1,9 @@
 # Validation, the derived sweep, and the helpers every rule uses.
 import glob
+import json
 import os
 import re
+import sys
 from pathlib import Path
 
 from snakemake.settings.types import DeploymentMethod
@@ -12,7 +14,17 @@ from fwbench.frameworks import MODES
 from fwbench.model.specs import build_spec
 from fwbench.measure.threads import resolve_threads
 from fwbench.rng import seeded_shuffle
+from fwbench.systems import parse_systems
 
+# Keys of the train section that moved to `systems` (where every timing job runs).
+_MOVED = sorted(
+    {"gpus", "gpu_model", "slurm_partition"} & set(config.get("train") or {})
+)
+if _MOVED:
+    raise ValueError(
+        f"train.{', train.'.join(_MOVED)}: where jobs run is now a system's setting "
+        "(systems.<name>.slurm: partition, gpus, gpu_model); see config/systems.yaml"
+    )
 validate(config, schema="../schemas/config.schema.yaml")
 
 for _arch in config["architectures"]:
@@ -40,46 +52,134 @@ for _mode in config["torch_compile"]:
 USE_CONDA = DeploymentMethod.CONDA in workflow.deployment_settings.deployment_method
 ENVS = Path(workflow.basedir) / "envs"
 RESOURCES = Path(workflow.basedir) / "resources"
-THREADS = resolve_threads(config["threads"])
-HOST = provenance.host()
-DEVICE = config["device"]
+# A shell job's Python (the env's own under --sdm conda, else the one running Snakemake) and
+# the directory that holds fwbench, through the environment: paths in a rule's command or
+# params would rerun every job of a moved checkout. A job on a cluster node parses this file
+# again, so its shell gets them there too.
+# The timing lock is where timing jobs meet, not a property of a cell: moving it reruns nothing.
+os.environ.update(
+    FWBENCH_PYTHON="python" if USE_CONDA else sys.executable,
+    FWBENCH_LIBRARY=str(Path(workflow.basedir) / "workflow"),
+    FWBENCH_TIMING_LOCK=config["timing_lock"],
+)
+# A bench job's command (Snakemake fills in the doubled braces' contents per job).
+BENCH_COMMAND = (
+    'PYTHONPATH="$FWBENCH_LIBRARY${{PYTHONPATH:+:$PYTHONPATH}}" "$FWBENCH_PYTHON" '
+    '"$FWBENCH_LIBRARY/scripts/bench.py" --cell {params.cell:q} '
+    '--lock "$FWBENCH_TIMING_LOCK" --log {log:q} {output:q}'
+)
+SYSTEMS = parse_systems(config, resolve_threads, reserved=tuple(MODES))
+SYSTEM_NAMES = list(SYSTEMS)
+HARDWARE_PATH = "results/hardware/{system}.json"
+HARDWARE_FILES = [HARDWARE_PATH.format(system=name) for name in SYSTEM_NAMES]
 FRAMEWORKS = config["frameworks"]
 ARCHS = config["architectures"]
 BATCHES = config["batch_sizes"]
-HARDWARE_JSON = f"results/hardware/{HOST}-{DEVICE}.json"
 
 
-def conda_env(name):
+def _layout_before_systems():
+    """Result directories named by a framework where a system name belongs now."""
+    return sorted(
+        f"results/{stage}/{fw}"
+        for stage in ("cells", "train", "checks")
+        for fw in MODES
+        if os.path.isdir(f"results/{stage}/{fw}")
+    )
+
+
+if _layout_before_systems():
+    raise ValueError(
+        f"{', '.join(_layout_before_systems())}: results of the layout before systems "
+        "(results/<stage>/<framework>/...). Move them under a system first, e.g. "
+        f"`python -m fwbench.io.migrate --system {SYSTEM_NAMES[0]}` (see README), "
+        "or move them away."
+    )
+
+
+def conda_env(name, device="cpu"):
     """The conda env file of a rule: a framework's, 'hardware' or 'analysis'. Framework and
-    hardware envs have a `-cuda` twin that `device: cuda` selects; analysis runs on CPU.
+    hardware envs have a `-cuda` twin for cuda systems; analysis runs on CPU.
     """
-    suffix = "-cuda" if DEVICE == "cuda" and name != "analysis" else ""
+    suffix = "-cuda" if device == "cuda" and name != "analysis" else ""
     return str(ENVS / f"{name}{suffix}.yaml")
 
 
 def framework_env(wildcards):
-    return conda_env(wildcards.framework)
+    return conda_env(wildcards.framework, SYSTEMS[wildcards.system].device)
 
 
-def _framework_versions(framework):
+def hardware_env(wildcards):
+    return conda_env("hardware", SYSTEMS[wildcards.system].device)
+
+
+# Outside --sdm conda rules name no env: Snakemake evaluates a function-valued `conda`
+# for every job even when it deploys none (1.8 s of a 20,000-cell dry run).
+FRAMEWORK_ENV = framework_env if USE_CONDA else None
+HARDWARE_ENV = hardware_env if USE_CONDA else None
+
+
+def per_system(attribute):
+    """A setting from the job's system, for rules: a constant when every system agrees (Snakemake
+    calls a function once per job, which a 20,000-cell plan notices)."""
+    values = {getattr(system, attribute) for system in SYSTEMS.values()}
+    if len(values) == 1:
+        return values.pop()
+    return lambda wildcards: getattr(SYSTEMS[wildcards.system], attribute)
+
+
+def _system_resource(key):
+    return lambda wildcards: SYSTEMS[wildcards.system].resources().get(key)
+
+
+# The SLURM resources of a timing job: its system's partition, constraint, account and GPUs
+# (a function returning None leaves the profile's default). None at all for local systems.
+SYSTEM_RESOURCES = {
+    key: _system_resource(key)
+    for key in sorted(
+        {key for system in SYSTEMS.values() for key in system.resources()}
+    )
+}
+SYSTEM_THREADS = per_system("threads")
+
+
+def _framework_versions(framework, device):
     """The versions that name a framework's results: from its conda env file under
-    --sdm conda (the env the jobs run in), else from this Python environment."""
+    --sdm conda (the env the jobs run in: a cuda system's differs), else from this Python
+    environment."""
     if USE_CONDA:
-        return provenance.pinned_versions(conda_env(framework), framework)
+        return provenance.pinned_versions(conda_env(framework, device), framework)
     return provenance.installed_versions(framework)
 
 
-VERSIONS = {fw: _framework_versions(fw) for fw in FRAMEWORKS}
-VERSION = {fw: next(iter(versions.values())) for fw, versions in VERSIONS.items()}
+_DEVICE_VERSIONS = {
+    (device, fw): _framework_versions(fw, device)
+    for device in sorted({system.device for system in SYSTEMS.values()})
+    for fw in FRAMEWORKS
+}
+# (system, framework) -> {distribution: version}, and the version that names the results.
+VERSIONS = {
+    (name, fw): _DEVICE_VERSIONS[(system.device, fw)]
+    for name, system in SYSTEMS.items()
+    for fw in FRAMEWORKS
+}
+VERSION = {key: next(iter(versions.values())) for key, versions in VERSIONS.items()}
 CELLS = [
-    dict(framework=fw, version=VERSION[fw], mode=mode, arch=arch, batch=batch)
+    dict(
+        system=system,
+        framework=fw,
+        version=VERSION[(system, fw)],
+        mode=mode,
+        arch=arch,
+        batch=batch,
+    )
+    for system in SYSTEM_NAMES
     for fw in FRAMEWORKS
     for mode in config["modes"][fw]
     for arch in ARCHS
     for batch in BATCHES
 ]
 PROCESSES = config["bench"]["processes"]
-CELL_PATH = "results/cells/{framework}/{version}/{mode}/{arch}/b{batch}"
+CELL_PATH = "results/cells/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
 
 
 def cell_file(cell, process):
@@ -89,6 +189,7 @@ def cell_file(cell, process):
 
 
 CELL_FILES = [cell_file(cell, p) for cell in CELLS for p in range(PROCESSES)]
+CELL_SYSTEMS = [cell["system"] for cell in CELLS for _ in range(PROCESSES)]
 # Every cell's processes in one seeded shuffled order, so drift over the sweep is not
 # confounded with the framework or the mode: the scheduler starts the ready timing job of
 # highest priority, and bench jobs' priorities are their places in this order.
@@ -105,12 +206,23 @@ AHEAD_OF_BENCH = len(CELL_FILES) + 1
 
 validate(config["train"], schema="../schemas/train.schema.yaml")
 TRAIN = config["train"]
+TRAIN_RUN_PATH = (
+    "results/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}.nc"
+)
 TRAIN_RUNS = [
-    dict(framework=fw, version=VERSION[fw], mode=mode, model=model, dataset=dataset)
+    dict(
+        system=system,
+        framework=fw,
+        version=VERSION[(system, fw)],
+        mode=mode,
+        model=model,
+        dataset=d,
+    )
+    for system in SYSTEM_NAMES
     for fw in FRAMEWORKS
     for mode in TRAIN["modes"][fw]
     for model in TRAIN["models"]
-    for dataset in TRAIN["datasets"]
+    for d in TRAIN["datasets"]
 ]
 
 
@@ -119,6 +231,7 @@ def _alternatives(values):
 
 
 wildcard_constraints:
+    system=_alternatives(SYSTEM_NAMES),
     framework=_alternatives(FRAMEWORKS),
     mode=_alternatives(
         sorted(
@@ -133,20 +246,19 @@ wildcard_constraints:
     # Only the installed versions: earlier versions' cells are plain input files (compare),
     # never something to recompute.
     version=_alternatives(sorted(set(VERSION.values()))),
-    host=r"[^/]+",
-    device="cpu|cuda",
 
 
-def figure_outputs(names, category):
+def figure_outputs(names, category, directory="results/figures/{system}"):
     """Per figure: `<name>` the PNG, registered in the report, and `<name>_svg`."""
     outputs = {}
     for name in names:
         outputs[name] = report(
-            f"results/figures/{name}.png",
+            f"{directory}/{name}.png",
             caption=f"../report/{name}.rst",
             category="hardware" if name == "hardware" else category,
+            subcategory="{system}" if "{system}" in directory else None,
         )
-        outputs[f"{name}_svg"] = f"results/figures/{name}.svg"
+        outputs[f"{name}_svg"] = f"{directory}/{name}.svg"
     return outputs
 
 
@@ -157,22 +269,25 @@ def check_cell_wildcards(wildcards):
         raise ValueError(
             f"mode {mode!r} is not configured for {fw} (modes.{fw}: {config['modes'][fw]})"
         )
-    if wildcards.version != VERSION[fw]:
+    installed = VERSION[(wildcards.system, fw)]
+    if wildcards.version != installed:
         raise ValueError(
             f"{fw} results for version {wildcards.version!r} cannot be computed here: the "
-            f"installed {fw} is {VERSION[fw]!r}"
+            f"{fw} of system {wildcards.system!r} is {installed!r}"
         )
 
 
+CELL_KEYS = ("system", "framework", "version", "mode", "arch", "batch")
+
+
 def bench_priority(wildcards):
-    cell = {
-        key: wildcards[key] for key in ("framework", "version", "mode", "arch", "batch")
-    }
+    cell = {key: wildcards[key] for key in CELL_KEYS}
     return BENCH_ORDER.get(cell_file(cell, int(wildcards.get("process", 0))), 0)
 
 
 def cell_request(wildcards):
-    """Everything that determines a cell; a change in any of it reruns exactly that cell."""
+    """Everything that determines a cell, as JSON for the bench job's command line; a change
+    in any of it reruns exactly that cell."""
     check_cell_wildcards(wildcards)
     process = int(wildcards.get("process", 0))
     if process >= PROCESSES:
@@ -181,15 +296,18 @@ def cell_request(wildcards):
             f"b{wildcards.batch}: bench.processes is {PROCESSES} (processes 0-{PROCESSES - 1})"
         )
     bench = config["bench"]
-    return dict(
+    system = SYSTEMS[wildcards.system]
+    request = dict(
+        system=system.name,
+        placement=system.placement(),
         framework=wildcards.framework,
         mode=wildcards.mode,
         arch=wildcards.arch,
         batch=int(wildcards.batch),
         dims=config["dims"][wildcards.arch],
         seed=config["seed"],
-        device=DEVICE,
-        threads=THREADS,
+        device=system.device,
+        threads=system.threads,
         warmup=bench["warmup"],
         repeats=bench["repeats"],
         busy_threshold_cores=bench["busy_threshold_cores"],
@@ -198,7 +316,7 @@ def cell_request(wildcards):
         timeout_s=bench["timeout_s"],
         inject_failure=f"{wildcards.framework}/{wildcards.mode}/{wildcards.arch}"
         in bench["inject_failure"],
-        versions=VERSIONS[wildcards.framework],
+        versions=VERSIONS[(wildcards.system, wildcards.framework)],
         process=process,
         compile_options=(
             config["torch_compile"].get(wildcards.mode, {})
@@ -206,63 +324,83 @@ def cell_request(wildcards):
             else {}
         ),
     )
+    # Key order kept: a framework's first distribution is the one that names its results.
+    return json.dumps(request)
 
 
-def table_path(name):
-    if name == "latency":
-        return f"results/summary/tables/latency_b{config['stats']['table_batch']}.md"
-    return f"results/summary/tables/{name}.md"
+def system_params(wildcards):
+    """What a system's hardware, checks or train job depends on from the system."""
+    return SYSTEMS[wildcards.system].placement()
 
 
-def _cell_files(framework, version):
-    return sorted(glob.glob(f"results/cells/{framework}/{version}/*/*/b*.nc"))
+def table_path(name, system="{system}"):
+    stem = f"latency_b{config['stats']['table_batch']}" if name == "latency" else name
+    return f"results/summary/{system}/tables/{stem}.md"
 
 
-def baseline_version(framework):
-    """The configured baseline, else the most recently written earlier version on disk."""
+def system_tables(name):
+    """A summary table's path for every system, in SYSTEM_NAMES order."""
+    return expand(table_path(name), system=SYSTEM_NAMES)
+
+
+def per_system_figures(producer, names):
+    """Every system's files of the figure outputs `names` of a per-system producer."""
+    return [
+        path
+        for system in SYSTEM_NAMES
+        for name in names
+        for path in expand(producer.output[name], system=system)
+    ]
+
+
+def _cell_files(system, framework, version):
+    return sorted(glob.glob(f"results/cells/{system}/{framework}/{version}/*/*/b*.nc"))
+
+
+def baseline_version(system, framework):
+    """The configured baseline, else the most recently written earlier version of the
+    system's cells on disk."""
     chosen = config["compare"]["baseline"].get(framework)
     if chosen:
-        if not _cell_files(framework, chosen):
+        if not _cell_files(system, framework, chosen):
             raise ValueError(
                 f"compare.baseline.{framework}: no cells for version {chosen!r} "
-                f"under results/cells/{framework}/"
+                f"under results/cells/{system}/{framework}/"
             )
         return chosen
     earlier = [
         Path(path).name
-        for path in glob.glob(f"results/cells/{framework}/*")
-        if Path(path).name != VERSION[framework]
-        and _cell_files(framework, Path(path).name)
+        for path in glob.glob(f"results/cells/{system}/{framework}/*")
+        if Path(path).name != VERSION[(system, framework)]
+        and _cell_files(system, framework, Path(path).name)
     ]
     if not earlier:
         return None
     newest = lambda version: max(
-        os.path.getmtime(p) for p in _cell_files(framework, version)
+        os.path.getmtime(p) for p in _cell_files(system, framework, version)
     )
     return max(earlier, key=newest)
 
 
-BASELINES = {fw: baseline_version(fw) for fw in FRAMEWORKS}
-COMPARED = [fw for fw in FRAMEWORKS if BASELINES[fw]]
+BASELINES = {
+    (system, fw): baseline_version(system, fw)
+    for system in SYSTEM_NAMES
+    for fw in FRAMEWORKS
+}
+COMPARE_TABLES = [
+    f"results/compare/{system}/{fw}.csv"
+    for (system, fw), baseline in BASELINES.items()
+    if baseline
+]
 
 
-def current_cells(framework):
+def current_cells(system, framework):
     return [
         cell_file(cell, process)
         for cell in CELLS
         for process in range(PROCESSES)
-        if cell["framework"] == framework
+        if (cell["system"], cell["framework"]) == (system, framework)
     ]
-
-
-def train_resources():
-    """GPU jobs on the configured partition when device is cuda; nothing extra on CPU."""
-    if DEVICE != "cuda":
-        return {}
-    resources = {"gpu": TRAIN["gpus"], "slurm_partition": TRAIN["slurm_partition"]}
-    if TRAIN["gpu_model"]:
-        resources["gpu_model"] = TRAIN["gpu_model"]
-    return resources
 
 
 def train_params(wildcards):
@@ -272,7 +410,7 @@ def train_params(wildcards):
             f"training mode {wildcards.mode!r} is not configured for {fw} "
             f"(train.modes.{fw}: {TRAIN['modes'][fw]})"
         )
-    return dict(versions=VERSIONS[fw])
+    return dict(versions=VERSIONS[(wildcards.system, fw)])
 
 
 onstart:

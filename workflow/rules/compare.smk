@@ -1,21 +1,25 @@
-# Upgrades: each framework's current cells against an earlier version's cells still on disk.
+# Upgrades: each system's current cells of a framework against an earlier version's cells of
+# the same system still on disk.
 
 
 rule compare_framework:
     input:
         old=lambda wildcards: _cell_files(
-            wildcards.framework, BASELINES[wildcards.framework]
+            wildcards.system,
+            wildcards.framework,
+            BASELINES[(wildcards.system, wildcards.framework)],
         ),
-        new=lambda wildcards: current_cells(wildcards.framework),
+        new=lambda wildcards: current_cells(wildcards.system, wildcards.framework),
     output:
-        table="results/compare/{framework}.csv",
+        table="results/compare/{system}/{framework}.csv",
         figure=report(
-            "results/compare/{framework}.png",
+            "results/compare/{system}/{framework}.png",
             caption="../report/compare.rst",
             category="inference",
+            subcategory="{system}",
         ),
     log:
-        "results/logs/compare/{framework}.log",
+        "results/logs/compare/{system}/{framework}.log",
     conda:
         conda_env("analysis")
     resources:
@@ -34,7 +38,7 @@ rule compare_framework:
 
 rule compare:
     input:
-        tables=expand("results/compare/{framework}.csv", framework=COMPARED),
+        tables=COMPARE_TABLES,
     output:
         "results/compare/summary.md",
     log:

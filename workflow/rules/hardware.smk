@@ -1,23 +1,24 @@
-# Hardware characterization: measured peaks, STREAM bandwidth, ridge point (a timing job).
+# Hardware characterization per system, on that system's node: measured peaks, the memory
+# hierarchy's bandwidths, ridge points (a timing job).
 
 
 rule hardware:
     input:
         peaks=RESOURCES / "peaks.yaml",
     output:
-        "results/hardware/{host}-{device}.json",
+        HARDWARE_PATH,
     log:
-        "results/logs/hardware/{host}-{device}.log",
+        "results/logs/hardware/{system}.log",
     priority: AHEAD_OF_BENCH
     conda:
-        conda_env("hardware")
-    threads: THREADS
+        HARDWARE_ENV
+    threads: SYSTEM_THREADS
     resources:
+        **SYSTEM_RESOURCES,
         timing_slot=1,
     params:
         settings=lookup(within=config, dpath="hardware"),
         frameworks=FRAMEWORKS,
-        device=DEVICE,
-        threads=THREADS,
+        system=system_params,
     script:
         "../scripts/hardware.py"

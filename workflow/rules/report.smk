@@ -14,15 +14,16 @@ rule report:
     input:
         stats=rules.stats.output.nc,
         stats_csv=rules.stats.output.csv,
-        tables=[rules.stats.output[name] for name in STATS_TABLES],
-        hardware=HARDWARE_JSON,
+        tables=[path for name in STATS_TABLES for path in rules.stats.output[name]],
+        hardware=HARDWARE_FILES,
         equivalence=rules.merge_checks.output.equivalence,
         flops=rules.merge_checks.output.flops,
         bench=rules.aggregate_bench.output[0],
-        figures=[rules.figures.output[name] for name in FIGURES]
-        + [rules.figures_training.output[name] for name in TRAINING_FIGURES],
+        figures=per_system_figures(rules.figures, FIGURES)
+        + per_system_figures(rules.figures_training, TRAINING_FIGURES),
+        systems_figures=[rules.figures_systems.output[name] for name in SYSTEMS_FIGURES],
         train_stats=rules.aggregate_train.output.nc,
-        compare=expand("results/compare/{framework}.csv", framework=COMPARED),
+        compare=COMPARE_TABLES,
     output:
         "results/report.md",
     log:
@@ -33,5 +34,6 @@ rule report:
         timing_slot=1,
     params:
         settings=lookup(within=config, dpath="bench"),
+        systems={name: system.describe() for name, system in SYSTEMS.items()},
     script:
         "../scripts/report.py"

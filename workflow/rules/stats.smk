@@ -1,10 +1,11 @@
-# Statistics and roofline metrics of every cell; Markdown tables.
+# Statistics and roofline metrics of every cell against its own system's hardware file;
+# Markdown tables per system.
 
 
 rule stats:
     input:
         bench=rules.aggregate_bench.output[0],
-        hardware=HARDWARE_JSON,
+        hardware=HARDWARE_FILES,
     output:
         nc="results/summary/stats.nc",
         csv=report(
@@ -12,12 +13,12 @@ rule stats:
             caption="../report/stats.rst",
             category="inference",
         ),
-        latency=table_path("latency"),
-        compile_speedup=table_path("compile_speedup"),
-        efficiency=table_path("efficiency"),
-        winners=table_path("winners"),
-        failed=table_path("failed"),
-        flagged=table_path("flagged"),
+        latency=system_tables("latency"),
+        compile_speedup=system_tables("compile_speedup"),
+        efficiency=system_tables("efficiency"),
+        winners=system_tables("winners"),
+        failed=system_tables("failed"),
+        flagged=system_tables("flagged"),
     log:
         "results/logs/stats/stats.log",
     conda:
@@ -27,5 +28,6 @@ rule stats:
     params:
         stats=lookup(within=config, dpath="stats"),
         seed=config["seed"],
+        systems=SYSTEM_NAMES,
     script:
         "../scripts/stats.py"

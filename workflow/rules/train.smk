@@ -1,16 +1,16 @@
-# Training benchmarks: one job per framework × mode × model × dataset (a timing job).
+# Training benchmarks: one job per system × framework × mode × model × dataset (a timing job).
 
 
 rule train:
     output:
-        "results/train/{framework}/{version}/{mode}/{model}-{dataset}.nc",
+        TRAIN_RUN_PATH,
     log:
-        "results/logs/train/{framework}/{version}/{mode}/{model}-{dataset}.log",
+        "results/logs/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}.log",
     conda:
-        framework_env
-    threads: THREADS
+        FRAMEWORK_ENV
+    threads: SYSTEM_THREADS
     resources:
-        **train_resources(),
+        **SYSTEM_RESOURCES,
         timing_slot=1,
     params:
         framework="{framework}",
@@ -18,8 +18,7 @@ rule train:
         model="{model}",
         dataset="{dataset}",
         settings=TRAIN,
-        threads=THREADS,
-        device=DEVICE,
+        system=system_params,
         seed=config["seed"],
         checked=train_params,
     script:
@@ -28,12 +27,7 @@ rule train:
 
 rule aggregate_train:
     input:
-        runs=[
-            "results/train/{framework}/{version}/{mode}/{model}-{dataset}.nc".format(
-                **run
-            )
-            for run in TRAIN_RUNS
-        ],
+        runs=[TRAIN_RUN_PATH.format(**run) for run in TRAIN_RUNS],
     output:
         nc="results/aggregate/train.nc",
         csv=report(
@@ -47,5 +41,7 @@ rule aggregate_train:
         conda_env("analysis")
     resources:
         timing_slot=1,
+    params:
+        systems=[run["system"] for run in TRAIN_RUNS],
     script:
         "../scripts/aggregate_train.py"

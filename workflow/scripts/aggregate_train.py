@@ -9,7 +9,7 @@ from fwbench.training.summary import aggregate_runs, summary_frame
 
 sm = snakemake  # noqa: F821 (injected by snakemake)
 with job_log(sm.log[0]):
-    stacked = aggregate_runs(sm.input.runs)
+    stacked = aggregate_runs(sm.input.runs, list(sm.params.systems))
     write_netcdf(stacked, sm.output.nc)
     write_text(summary_frame(stacked).to_csv(index=False), sm.output.csv)
     logging.info("aggregated %d training runs: %s", len(sm.input.runs), dict(stacked.sizes))

@@ -1,10 +1,22 @@
-"""Snakemake `bench` job: one cell (fwbench.measure.bench)."""
+"""The `bench` job: one cell (fwbench.measure.bench), run by the rule's shell command.
+
+    bench.py --cell JSON --lock PATH --log PATH OUTPUT
+
+--cell is the rule's `cell` param (every setting that determines the cell, as JSON); the lock
+file is where timing jobs meet, not a property of the cell, so moving it reruns nothing.
+"""
+
+import argparse
+import json
 
 from fwbench.io.joblog import job_log
 from fwbench.measure.bench import CellRequest, run_cell
 
-sm = snakemake  # noqa: F821 (injected by snakemake)
-with job_log(sm.log[0]):
-    # The lock file is where timing jobs meet, not a property of the cell: not in params, so
-    # moving it reruns nothing.
-    run_cell(CellRequest(**sm.params.cell, lock=sm.config["timing_lock"]), sm.output[0])
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--cell", required=True, help="the cell request as JSON")
+parser.add_argument("--lock", required=True, help="the host's timing lock file")
+parser.add_argument("--log", required=True, help="the job's log file")
+parser.add_argument("output", help="the cell file to write")
+args = parser.parse_args()
+with job_log(args.log):
+    run_cell(CellRequest(**json.loads(args.cell), lock=args.lock), args.output)

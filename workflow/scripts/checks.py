@@ -9,7 +9,7 @@ import os
 from fwbench.measure import threads
 
 sm = snakemake  # noqa: F821 (injected by snakemake)
-threads.setup_threads(sm.params.threads)
+threads.setup_threads(sm.params.system["threads"])
 
 from fwbench import frameworks  # noqa: E402 (after the thread environment)
 from fwbench.io.joblog import job_log  # noqa: E402

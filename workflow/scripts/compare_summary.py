@@ -11,5 +11,8 @@ from fwbench.io.joblog import job_log
 
 sm = snakemake  # noqa: F821 (injected by snakemake)
 with job_log(sm.log[0]):
-    tables = {Path(path).stem: pd.read_csv(path) for path in sm.input.tables}
+    # results/compare/<system>/<framework>.csv: one section per system and framework
+    tables = {
+        f"{Path(path).parent.name}/{Path(path).stem}": pd.read_csv(path) for path in sm.input.tables
+    }
     write_text(summary_markdown(tables), sm.output[0])

@@ -1,10 +1,11 @@
 """Snakemake `report` job: results/report.md. All logic lives in fwbench.present.report.
 
-input: stats (stats.nc), stats_csv, tables (the tables directory or the table files), hardware,
-equivalence, flops, figures (list), and optional bench (aggregate/bench.nc), train_stats and
-compare (lists that may be empty)
+input: stats (stats.nc), stats_csv, tables (the tables directory or the table files), hardware
+(one per system, in stats.nc's order), equivalence, flops, figures (list: every system's),
+systems_figures, and optional bench (aggregate/bench.nc), train_stats and compare (lists that
+may be empty)
 output: the report (first output)
-params: settings (the config's bench section: warmup, repeats)
+params: settings (the config's bench section: warmup, repeats), systems (name → description)
 """
 
 import logging
@@ -27,7 +28,7 @@ with job_log(sm.log[0]):
             stats=sm.input.stats,
             stats_csv=sm.input.stats_csv,
             tables=tables if isinstance(tables, str) else list(tables),
-            hardware=sm.input.get("hardware"),
+            hardware=listed("hardware"),
             equivalence=sm.input.get("equivalence"),
             flops=sm.input.get("flops"),
             figures=listed("figures"),
@@ -35,6 +36,8 @@ with job_log(sm.log[0]):
             train_stats=listed("train_stats"),
             compare=listed("compare"),
             settings=dict(sm.params.get("settings", {})),
+            systems_figures=listed("systems_figures"),
+            systems=dict(sm.params.get("systems", {})),
         ),
         sm.output[0],
     )

@@ -1,16 +1,18 @@
-"""Snakemake `stats` job: bench.nc (+ the hardware JSON) into stats.nc, stats.csv and the tables.
-Statistics: fwbench.analysis.stats; tables: fwbench.present.tables.
+"""Snakemake `stats` job: bench.nc and each system's hardware JSON into stats.nc, stats.csv and
+each system's tables. Statistics: fwbench.analysis.stats (by_system); tables:
+fwbench.present.tables.
 
-input: bench, hardware (optional: without it the roofline columns are NaN and say why)
-output: nc, csv, and one path per table: latency, compile_speedup, efficiency, winners,
-failed, flagged
-params: stats (the config's stats section), seed
+input: bench, hardware (one file per system, in params.systems' order)
+output: nc, csv, and per table (latency, compile_speedup, efficiency, winners, failed, flagged)
+one path per system, in params.systems' order
+params: stats (the config's stats section), seed, systems
 """
 
 import logging
 
+from fwbench.analysis.by_system import select_system, summarize_systems
 from fwbench.analysis.roofline import read_hardware_limits
-from fwbench.analysis.stats import StatsSettings, summarize, write_outputs
+from fwbench.analysis.stats import StatsSettings, write_outputs
 from fwbench.io.common import read_netcdf
 from fwbench.io.joblog import job_log
 from fwbench.present.tables import TABLES, write_tables
@@ -18,10 +20,16 @@ from fwbench.present.tables import TABLES, write_tables
 sm = snakemake  # noqa: F821 (injected by snakemake)
 with job_log(sm.log[0]):
     settings = StatsSettings.from_mapping(sm.params.stats, seed=sm.params.get("seed", 0))
-    limits = read_hardware_limits(sm.input.get("hardware"))
-    for problem in limits.problems:
-        logging.warning("roofline: %s", problem)
-    summary = summarize(read_netcdf(sm.input.bench), limits, settings)
+    systems = list(sm.params.systems)
+    limits = {}
+    for system, path in zip(systems, sm.input.hardware, strict=True):
+        limits[system] = read_hardware_limits(path)
+        for problem in limits[system].problems:
+            logging.warning("roofline of %s: %s", system, problem)
+    summary = summarize_systems(read_netcdf(sm.input.bench), limits, settings)
     write_outputs(summary, sm.output.nc, sm.output.csv)
-    write_tables(summary, {name: sm.output[name] for name in TABLES})
-    logging.info("statistics of %d cells; roofline: %s", summary.attrs["cells"], limits.describe())
+    for index, system in enumerate(systems):
+        paths = {name: sm.output[name][index] for name in TABLES}
+        write_tables(select_system(summary, system), paths)
+        logging.info("%s: roofline %s", system, limits[system].describe())
+    logging.info("statistics of %d systems", len(systems))

@@ -13,14 +13,15 @@ from fwbench.measure import threads
 
 sm = snakemake  # noqa: F821 (injected by snakemake)
 params = sm.params
-thread_info = threads.setup_threads(params.threads)
+thread_info = threads.setup_threads(params.system["threads"])
 
 from fwbench import frameworks  # noqa: E402 (after the thread environment)
 
-os.environ.update(frameworks.pre_import_env(params.framework, params.device))
+os.environ.update(frameworks.pre_import_env(params.framework, params.system["device"]))
 
 from fwbench.io.joblog import job_log  # noqa: E402 (after the framework's environment)
 from fwbench.io.train_file import write_run  # noqa: E402
+from fwbench.measure import provenance  # noqa: E402
 from fwbench.measure.harness import timing_lock  # noqa: E402
 from fwbench.training.run import run  # noqa: E402
 
@@ -33,10 +34,12 @@ with job_log(sm.log[0]):
             params.dataset,
             params.settings,
             seed=params.seed,
-            device=params.device,
+            device=params.system["device"],
             threads=thread_info,
         )
     result.attrs["lock_wait_s"] = waited_s
+    result.attrs["system"] = sm.wildcards.system
+    result.attrs |= provenance.node_identity(params.system["device"])
     write_run(result, sm.output[0])
     print(
         f"{params.framework}/{params.mode}/{params.model}/{params.dataset}: "

@@ -1,14 +1,15 @@
 """Every benchmark cell in one xarray Dataset: `results/aggregate/bench.nc`.
 
-Dimensions framework, mode, arch, batch, process (each of a cell's fresh processes; size 1 in
-a one-process sweep) and repeat for the raw iterations. A (framework, mode, arch, batch,
-process) position without a cell file, e.g. a mode the framework does not have, is NaN with
-status "absent"; a failed one keeps its status "failed" and its error message.
+Dimensions system (the config's kinds of node), framework, mode, arch, batch, process (each
+of a cell's fresh processes; size 1 in a one-process sweep) and repeat for the raw iterations.
+A position without a cell file, e.g. a mode the framework does not have, is NaN with status
+"absent"; a failed one keeps its status "failed" and its error message. Each cell's node
+(host, cpu_model, gpu_model) is kept per cell: the nodes of one SLURM partition differ in name.
 `fwbench.analysis.processes.pool` reduces the process dimension for the statistics.
 
 The aggregate takes exactly the cell files it is given and refuses to mix: two cells for the
-same position, two versions of one framework, or cells from two hosts or devices raise with
-both paths named. Arrays are preallocated at their final shape, filled cell by cell and turned
+same position, two versions of one framework on one system, or two devices on one system raise
+with both paths named. Arrays are preallocated at their final shape, filled cell by cell and turned
 into a Dataset once, so 10,000 cells cost 10,000 small reads and nothing quadratic.
 """
 
@@ -44,10 +45,19 @@ TEXT_ATTRS = {
     "config_hash": ("config_hash", "hash of the settings that determine the cell"),
     "git_commit": ("git_commit", "commit of the code that measured the cell"),
     "threads": ("threads", "JSON of every thread setting of the cell's process"),
+    "host": ("host", "the node that measured the cell"),
+    "cpu_model": ("cpu_model", "the measuring node's CPU model ('' in cells before systems)"),
+    "gpu_model": ("gpu_model", "the measuring node's GPU model ('' on cpu)"),
+    "slurm_partition": ("slurm_partition", "the SLURM partition the cell ran in ('' locally)"),
 }
-# The run's provenance, attributes of bench.nc; host and device must agree across all cells.
+# The run's provenance, attributes of bench.nc (a JSON list where cells differ); per system in
+# the variable PROVENANCE_VAR.
 PROVENANCE = ("host", "device", "threads", "config_hash", "git_commit")
-MUST_AGREE = ("host", "device")
+PROVENANCE_VAR = "system_provenance"
+SYSTEM = "system"
+# The system of cells that record none when the caller names none: the default config's one
+# machine (cells before systems were all measured where the workflow ran).
+DEFAULT_SYSTEM = "local"
 
 
 def _ordered(found: Iterable[str], preferred: Sequence[str]) -> list[str]:
@@ -56,46 +66,63 @@ def _ordered(found: Iterable[str], preferred: Sequence[str]) -> list[str]:
     return [v for v in preferred if v in found] + sorted(found - set(preferred))
 
 
+def _assign_systems(records: Sequence[CellRecord], systems: Sequence[str] | None) -> None:
+    """Every record's `system` attribute: its own, or the one the caller lists for its path
+    (cells before systems record none), else DEFAULT_SYSTEM; a disagreement raises."""
+    if systems is not None and len(systems) != len(records):
+        raise ValueError(f"{len(systems)} systems for {len(records)} cell files")
+    for index, record in enumerate(records):
+        listed = systems[index] if systems is not None else ""
+        recorded = str(record.attrs.get(SYSTEM, "") or "")
+        if recorded and listed and recorded != listed:
+            raise ValueError(f"{record.path} records system {recorded!r}, listed as {listed!r}")
+        record.attrs[SYSTEM] = recorded or listed or DEFAULT_SYSTEM
+
+
 def _check_unique_positions(records: Sequence[CellRecord]) -> None:
-    seen: dict[tuple[str, str, str, int, int], str] = {}
+    seen: dict[tuple[str, str, str, str, int, int], str] = {}
     for record in records:
-        position = (*record.key, record.process)
+        position = (record.attrs[SYSTEM], *record.key, record.process)
         if position in seen:
             framework, mode, arch, batch = record.key
             raise ValueError(
-                f"two cells for {framework}/{mode}/{arch}/b{batch} process {record.process}: "
-                f"{seen[position]} and {record.path}"
+                f"two cells for {record.attrs[SYSTEM]}/{framework}/{mode}/{arch}/b{batch} "
+                f"process {record.process}: {seen[position]} and {record.path}"
             )
         seen[position] = record.path
 
 
 def _check_agree(records: Sequence[CellRecord], attr: str, within_framework: bool) -> None:
-    """Raise when two cells (of one framework, if `within_framework`) disagree on `attr`;
-    cells that do not record it are not counted."""
-    first: dict[str, CellRecord] = {}
+    """Raise when two cells of one system (and framework, if `within_framework`) disagree on
+    `attr`; cells that do not record it are not counted."""
+    first: dict[tuple[str, str], CellRecord] = {}
     for record in records:
         value = record.attrs.get(attr, "")
         if value in ("", None):
             continue
-        group = record.key[0] if within_framework else ""
+        group = (record.attrs[SYSTEM], record.key[0] if within_framework else "")
         if group not in first:
             first[group] = record
         elif first[group].attrs[attr] != value:
-            scope = f"{group} cells" if within_framework else "cells"
+            scope = "/".join(part for part in group if part)
             raise ValueError(
-                f"{scope} disagree on {attr}: {first[group].attrs[attr]!r} in "
+                f"{scope} cells disagree on {attr}: {first[group].attrs[attr]!r} in "
                 f"{first[group].path} but {value!r} in {record.path}; aggregate one at a time"
             )
 
 
-def _framework_versions(records: Sequence[CellRecord], frameworks: list[str]) -> dict[str, Any]:
-    version = dict.fromkeys(frameworks, "")
-    versions = dict.fromkeys(frameworks, "")
+def _framework_versions(
+    records: Sequence[CellRecord], systems: list[str], frameworks: list[str]
+) -> dict[str, np.ndarray]:
+    """(system, framework) arrays of the version naming the results and of every version."""
+    index = {(s, f): (i, j) for i, s in enumerate(systems) for j, f in enumerate(frameworks)}
+    found = {key: np.full((len(systems), len(frameworks)), "", dtype=object) for key in "vV"}
     for record in records:
-        framework = record.key[0]
-        version[framework] = version[framework] or str(record.attrs.get("framework_version", ""))
-        versions[framework] = versions[framework] or str(record.attrs.get("versions", ""))
-    return {"version": version, "versions": versions}
+        where = index[(record.attrs[SYSTEM], record.key[0])]
+        if not found["v"][where]:
+            found["v"][where] = str(record.attrs.get("framework_version", ""))
+            found["V"][where] = str(record.attrs.get("versions", ""))
+    return {"version": found["v"], "versions": found["V"]}
 
 
 def _provenance(records: Sequence[CellRecord]) -> dict[str, str]:
@@ -107,17 +134,21 @@ def _provenance(records: Sequence[CellRecord]) -> dict[str, str]:
     return attrs
 
 
-def aggregate_cells(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
-    """One Dataset from exactly these cell files (see the module docstring)."""
+def aggregate_cells(
+    paths: Sequence[str | os.PathLike], systems: Sequence[str] | None = None
+) -> xr.Dataset:
+    """One Dataset from exactly these cell files (see the module docstring). `systems` (one
+    per path) names the system of cells that do not record theirs."""
     if not paths:
         raise ValueError("no cell files given to aggregate")
     records = [read_cell_record(path) for path in paths]
+    _assign_systems(records, systems)
     _check_unique_positions(records)
     _check_agree(records, "framework_version", within_framework=True)
     _check_agree(records, "versions", within_framework=True)
-    for attr in MUST_AGREE:
-        _check_agree(records, attr, within_framework=False)
+    _check_agree(records, "device", within_framework=False)
 
+    system_names = list(dict.fromkeys(r.attrs[SYSTEM] for r in records))
     frameworks = _ordered((r.key[0] for r in records), list(MODES))
     all_modes = list(dict.fromkeys(mode for modes in MODES.values() for mode in modes))
     modes = _ordered((r.key[1] for r in records), all_modes)
@@ -125,18 +156,16 @@ def aggregate_cells(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
     batches = sorted({r.key[3] for r in records})
     processes = sorted({r.process for r in records})
     repeats = max(len(r.latency_s) for r in records)
-    index = [
-        {value: i for i, value in enumerate(values)}
-        for values in (frameworks, modes, archs, batches, processes)
-    ]
-    shape = tuple(len(values) for values in (frameworks, modes, archs, batches, processes))
+    axes = (system_names, frameworks, modes, archs, batches, processes)
+    index = [{value: i for i, value in enumerate(values)} for values in axes]
+    shape = tuple(len(values) for values in axes)
 
     latency = np.full((*shape, repeats), np.nan)
     numbers = {name: np.full(shape, np.nan) for name in [*cell_file.SCALARS, *NUMERIC_ATTRS]}
     texts = {name: np.full(shape, "", dtype=object) for name in TEXT_ATTRS}
     texts["status"][...] = STATUS_ABSENT
     for record in records:
-        where = (*record.key, record.process)
+        where = (record.attrs[SYSTEM], *record.key, record.process)
         position = tuple(lookup[value] for lookup, value in zip(index, where, strict=True))
         latency[position][: len(record.latency_s)] = record.latency_s
         for name in cell_file.SCALARS:
@@ -148,27 +177,29 @@ def aggregate_cells(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
         if texts["status"][position] == "":
             texts["status"][position] = STATUS_OK
 
-    versions = _framework_versions(records, frameworks)
+    versions = _framework_versions(records, system_names, frameworks)
+    dims = (SYSTEM, *CELL_DIMS, "process")
     data_vars: dict[str, Any] = {
-        "latency_s": ((*CELL_DIMS, "process", "repeat"), latency, {"units": "s"}),
+        "latency_s": ((*dims, "repeat"), latency, {"units": "s"}),
         "framework_version": (
-            "framework",
-            np.array([versions["version"][f] for f in frameworks], dtype=object),
+            (SYSTEM, "framework"),
+            versions["version"],
             {"description": "version of the framework whose numbers these are"},
         ),
         "versions": (
-            "framework",
-            np.array([versions["versions"][f] for f in frameworks], dtype=object),
+            (SYSTEM, "framework"),
+            versions["versions"],
             {"description": "JSON {distribution: version} recorded with the framework's cells"},
         ),
     }
     units = cell_file.UNITS | NUMERIC_ATTRS
     for name, values in numbers.items():
-        data_vars[name] = ((*CELL_DIMS, "process"), values, {"units": units[name]})
+        data_vars[name] = (dims, values, {"units": units[name]})
     for name, values in texts.items():
-        data_vars[name] = ((*CELL_DIMS, "process"), values, {"description": TEXT_ATTRS[name][1]})
+        data_vars[name] = (dims, values, {"description": TEXT_ATTRS[name][1]})
 
     coords = {
+        SYSTEM: system_names,
         "framework": frameworks,
         "mode": modes,
         "arch": archs,
@@ -180,15 +211,53 @@ def aggregate_cells(paths: Sequence[str | os.PathLike]) -> xr.Dataset:
     ds["batch"].attrs["units"] = "1"
     ds["repeat"].attrs["description"] = "index of the warm (timed) iteration"
     ds["process"].attrs["description"] = "which of the cell's fresh processes (bench.processes)"
+    ds[SYSTEM].attrs["description"] = "the config's kind of node (systems) that measured"
     ds.attrs.update(_provenance(records))
-    ds.attrs["framework_versions"] = json.dumps(versions["version"], sort_keys=True)
+    # Each system's own provenance (its host, device, threads): `one_system` applies it.
+    ds[PROVENANCE_VAR] = (
+        SYSTEM,
+        np.array(
+            [
+                json.dumps(_provenance([r for r in records if r.attrs[SYSTEM] == name]))
+                for name in system_names
+            ],
+            dtype=object,
+        ),
+        {"description": "JSON: the provenance attributes of the system's cells alone"},
+    )
+    named = {
+        f: sorted({v for v in versions["version"][:, j] if v}) for j, f in enumerate(frameworks)
+    }
+    ds.attrs["framework_versions"] = json.dumps(
+        {f: v[0] if len(v) == 1 else v for f, v in named.items()}, sort_keys=True
+    )
     ds.attrs["cells"] = len(records)
     ds.attrs["title"] = "fwbench: every benchmark cell's raw timings and conditions"
     return ds
 
 
-def write_aggregate(paths: Sequence[str | os.PathLike], output: str | os.PathLike) -> xr.Dataset:
+def one_system(ds: xr.Dataset, name: str | None = None) -> xr.Dataset:
+    """The aggregate's cells of one system (the only one when `name` is None), without the
+    system dimension and with that system's own provenance as attributes."""
+    if SYSTEM not in ds.dims:
+        return ds
+    if name is None:
+        if ds.sizes[SYSTEM] != 1:
+            raise ValueError(f"{ds.sizes[SYSTEM]} systems: name the one to take")
+        name = str(ds[SYSTEM].values[0])
+    one = ds.sel({SYSTEM: name}, drop=True)
+    if PROVENANCE_VAR in one:
+        one.attrs = dict(ds.attrs) | json.loads(str(one[PROVENANCE_VAR].values))
+        one = one.drop_vars(PROVENANCE_VAR)
+    return one
+
+
+def write_aggregate(
+    paths: Sequence[str | os.PathLike],
+    output: str | os.PathLike,
+    systems: Sequence[str] | None = None,
+) -> xr.Dataset:
     """Aggregate `paths` and write the Dataset atomically to `output`."""
-    ds = aggregate_cells(paths)
+    ds = aggregate_cells(paths, systems)
     write_netcdf(ds, output)
     return ds

@@ -11,7 +11,9 @@ from fwbench.io.dims import CELL_DIMS
 
 FLAG_HIGH_CV, FLAG_CONTENDED, FLAG_NOT_COMPILED = "high_cv", "contended", "not_compiled"
 FLAG_PARTIAL = "partially_compiled"
-UNTRUSTED_FLAGS = (FLAG_HIGH_CV, FLAG_CONTENDED, INVALID_FAST)
+FLAG_NODE_MISMATCH = "node_mismatch"
+UNTRUSTED_FLAGS = (FLAG_HIGH_CV, FLAG_CONTENDED, INVALID_FAST, FLAG_NODE_MISMATCH)
+NODE_MODELS = ("cpu_model", "gpu_model")
 FLAG_MEANINGS = {
     FLAG_HIGH_CV: "coefficient of variation above the threshold: too noisy to trust",
     FLAG_CONTENDED: "other processes used the CPU during the timed loop",
@@ -21,6 +23,8 @@ FLAG_MEANINGS = {
     FLAG_NOT_COMPILED: "a compiled mode that the framework ran uncompiled (a silent fallback)",
     FLAG_PARTIAL: "a compiled mode whose graph calls eager kernels for some ops (eager_ops): "
     "its speedup is not the compiler's alone",
+    FLAG_NODE_MISMATCH: "measured on a node whose CPU or GPU model differs from the one its "
+    "system's hardware file measured: its roofline is another machine's",
 }
 
 
@@ -37,3 +41,16 @@ def has_text(bench: xr.Dataset, name: str) -> np.ndarray:
     if name not in bench:
         return np.zeros(tuple(bench.sizes[d] for d in CELL_DIMS), dtype=bool)
     return np.vectorize(bool, otypes=[bool])(bench[name].transpose(*CELL_DIMS).values)
+
+
+def node_mismatch(bench: xr.Dataset, node: dict[str, str]) -> np.ndarray:
+    """Cells whose node's CPU or GPU model differs from the hardware file's `node`; a model
+    either side does not record (cells and hardware files before systems) is not compared."""
+    mismatch = np.zeros(tuple(bench.sizes[d] for d in CELL_DIMS), dtype=bool)
+    for key in NODE_MODELS:
+        expected = node.get(key, "")
+        if not expected or key not in bench:
+            continue
+        models = bench[key].transpose(*CELL_DIMS).values.astype(str)
+        mismatch |= (models != "") & (models != expected)
+    return mismatch

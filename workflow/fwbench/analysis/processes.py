@@ -69,16 +69,18 @@ def _reduce(name: str, values: np.ndarray) -> np.ndarray:
 
 
 def pool(bench: xr.Dataset) -> xr.Dataset:
-    """The aggregate with one cell per (framework, mode, arch, batch); an aggregate without a
-    process dimension (written before processes existed) is returned as it is."""
+    """The aggregate with one cell per (system, framework, mode, arch, batch); an aggregate
+    without a process dimension (written before processes existed) is returned as it is."""
     if PROCESS not in bench.dims:
         return bench
-    order = (*CELL_DIMS, PROCESS)
+    lead = tuple(d for d in bench["status"].dims if d not in (*CELL_DIMS, PROCESS))
+    cell_dims = (*lead, *CELL_DIMS)  # `system`, where the aggregate has it
+    order = (*cell_dims, PROCESS)
     status = bench["status"].transpose(*order).values
     by_process = bench["latency_s"].transpose(*order, "repeat")
     pooled_latency = by_process.values.reshape(*by_process.shape[:-2], -1)
     data_vars = {
-        "latency_s": ((*CELL_DIMS, "repeat"), pooled_latency, bench["latency_s"].attrs),
+        "latency_s": ((*cell_dims, "repeat"), pooled_latency, bench["latency_s"].attrs),
         # its own iteration dimension: `repeat` is the pooled one, processes × iterations long
         "latency_by_process_s": by_process.rename(repeat=ITERATION).variable,
     }
@@ -95,8 +97,8 @@ def pool(bench: xr.Dataset) -> xr.Dataset:
             reduced = _first_text(values, status, failures_only=name in FAILURE_TEXT)
         else:
             reduced = _reduce(name, values.astype(float))
-        data_vars[name] = (CELL_DIMS, reduced, variable.attrs)
-    coords = {dim: bench[dim].values for dim in CELL_DIMS}
+        data_vars[name] = (cell_dims, reduced, variable.attrs)
+    coords = {dim: bench[dim].values for dim in cell_dims}
     coords |= {"repeat": np.arange(pooled_latency.shape[-1]), PROCESS: bench[PROCESS].values}
     coords[ITERATION] = bench["repeat"].values
     pooled = xr.Dataset(data_vars, coords=coords)

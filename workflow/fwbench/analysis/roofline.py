@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -80,6 +80,9 @@ class HardwareLimits:
     bf16_peak_flops_per_s: float = math.nan
     levels: tuple[MemoryLevel, ...] = ()  # smallest first, DRAM last
     levels_note: str = ""
+    # The node that measured these limits: host, cpu_model, gpu_model (hardware file schema 3;
+    # empty for older files and without a file).
+    node: dict[str, str] = field(default_factory=dict)
 
     @property
     def ridge_flop_per_byte(self) -> float:
@@ -180,6 +183,7 @@ def limits_from_document(document: dict[str, Any], source: str) -> HardwareLimit
         bf16_peak_flops_per_s=values["bf16_peak_flops_per_s"],
         levels=levels,
         levels_note=levels_note,
+        node={key: str(value) for key, value in (document.get("node") or {}).items()},
     )
 
 

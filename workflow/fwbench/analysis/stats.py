@@ -17,6 +17,7 @@ other cells.
 from __future__ import annotations
 
 import itertools
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -26,16 +27,19 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from fwbench.analysis.aggregate import one_system
 from fwbench.analysis.estimators import cell_median_cis, ci_level, describe
 from fwbench.analysis.flags import (
     FLAG_CONTENDED,
     FLAG_HIGH_CV,
     FLAG_MEANINGS,
+    FLAG_NODE_MISMATCH,
     FLAG_NOT_COMPILED,
     FLAG_PARTIAL,
     UNTRUSTED_FLAGS,
     flag_cells,
     has_text,
+    node_mismatch,
 )
 from fwbench.analysis.processes import pool, processes
 from fwbench.analysis.roofline import (
@@ -150,7 +154,8 @@ def _cell_values(bench: xr.Dataset, name: str) -> np.ndarray:
 def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings) -> xr.Dataset:
     """stats.nc as a Dataset: per-cell statistics, speedups, winners; provenance in attrs.
     A cell's processes are pooled (fwbench.analysis.processes); with more than one, the
-    medians' CIs resample processes first."""
+    medians' CIs resample processes first. Several systems: by_system.summarize_systems."""
+    bench = one_system(bench)  # raises for several: summarize them one at a time
     process_count = processes(bench)
     bench = pool(bench)
     coords = tuple(bench[d].values.tolist() for d in CELL_DIMS)
@@ -211,6 +216,7 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
                 INVALID_FAST: metrics.invalid_fast,
                 FLAG_NOT_COMPILED: ok & is_compiled_mode & (cells["compiled"] == 0),
                 FLAG_PARTIAL: ok & is_compiled_mode & has_text(bench, "eager_ops"),
+                FLAG_NODE_MISMATCH: ok & node_mismatch(bench, limits.node),
             }
         ),
     }
@@ -251,6 +257,7 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         "roofline_levels": levels_to_json(limits.levels),
         "roofline_ridge_flop_per_byte": limits.ridge_flop_per_byte,
         "roofline_reported_ridge_flop_per_byte": limits.reported_ridge_flop_per_byte,
+        "roofline_node": json.dumps(limits.node, sort_keys=True),
         "flags": "; ".join(f"{flag}: {meaning}" for flag, meaning in FLAG_MEANINGS.items()),
         "bootstrap": "percentile method, each cell seeded from (stats_seed, cell name)",
         "processes": process_count,
@@ -264,12 +271,18 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
 
 
 def tidy(summary: xr.Dataset) -> pd.DataFrame:
-    """stats.csv: one row per measured or failed cell (absent positions left out)."""
+    """stats.csv: one row per measured or failed cell (absent positions left out), with its
+    system first where there are systems."""
     frame = summary[list(CELL_TEXT) + list(CELL_UNITS)].to_dataframe().reset_index()
     frame = frame[frame["status"] != STATUS_ABSENT]
     if "framework_version" in summary:
-        versions = summary["framework_version"].to_series()
-        frame.insert(1, "framework_version", frame["framework"].map(versions))
+        versions = summary["framework_version"].to_dataframe().reset_index()
+        keys = [d for d in summary["framework_version"].dims]
+        frame = frame.merge(versions, on=keys, how="left")
+        columns = list(frame.columns)
+        columns.remove("framework_version")
+        columns.insert(columns.index("framework") + 1, "framework_version")
+        frame = frame[columns]
     return frame.reset_index(drop=True)
 
 

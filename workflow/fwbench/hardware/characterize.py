@@ -180,10 +180,13 @@ def characterize(
     lock: str | os.PathLike,
     known_devices_path: str | os.PathLike,
     log: Any = None,
+    system: str = "",
 ) -> dict[str, Any]:
     """Measure this host (or its GPU) under the timing lock, write the JSON atomically to
     `output`, and return it. `log` is an open text file for progress and workers' stderr;
-    `known_devices_path` the vendor-figure table (resources/peaks.yaml in the workflow)."""
+    `known_devices_path` the vendor-figure table (resources/peaks.yaml in the workflow);
+    `system` the config's name of the kind of node measured (its cells are matched against
+    the `node` recorded here)."""
     check_settings(settings, frameworks, device)
     known_devices = load_known_devices(known_devices_path)
     thread_settings = setup_threads(threads)
@@ -214,6 +217,8 @@ def characterize(
     stream_check(memory, triad_Bps)
     result = {
         "host": provenance.host(),
+        "system": system,
+        "node": provenance.node_identity(device),
         "device": device,
         "identity": {"cpu": cpu, "gpu": gpu},
         "bandwidth": bandwidth,

@@ -29,8 +29,10 @@ Attributes: framework, framework_version, versions (JSON of every relevant distr
 arch, batch, process (which of the cell's fresh processes: 0 when absent), status ('ok' |
 'failed'), error_type, error_message, traceback_tail, compile_how, eager_ops (ops a compiled
 mode left to the framework's eager kernels, beyond the GEMM/convolution libraries; '' when
-none), counter_note, device, host, threads (JSON of every thread setting), warmup, repeats,
-config_hash, git_commit, start_ns, end_ns (time.time_ns wall clock), start_utc, end_utc,
+none), counter_note, device, system (the config's name of the kind of node; schema
+version 4), host, cpu_model and gpu_model (the node that measured the cell; gpu_model '' on
+cpu; schema version 4), threads (JSON of every thread setting), warmup, repeats, config_hash,
+git_commit, start_ns, end_ns (time.time_ns wall clock), start_utc, end_utc,
 contended (0/1: the machine was busy during the cell), attempts, and where the cell's time
 went: import_s (framework import), build_s (model build + input on device), warmup_s (the
 untimed warm-up calls); schema_version (SCHEMA_VERSION; cells written before the attribute
@@ -79,11 +81,13 @@ UNITS = {
     "cpu_pressure": "1",
 }
 SCALARS = [name for name in UNITS if name != "latency_s"]
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Version 1 lacks the contention variables other_cores_probe, other_cores_during, cpu_pressure;
-# versions 1 and 2 lack working_set_bytes and null_call_s (all read as NaN). Cells from before
-# the attribute existed have version 1's layout.
-READABLE = (1, 2, 3)
+# versions 1 and 2 lack working_set_bytes and null_call_s (all read as NaN); versions 1 to 3
+# lack the attributes system, cpu_model and gpu_model (the aggregate is told the system; the
+# node's models read as unknown). Cells from before the attribute existed have version 1's
+# layout.
+READABLE = (1, 2, 3, 4)
 UNVERSIONED = 1
 WHAT = "cell file"
 

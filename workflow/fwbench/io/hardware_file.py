@@ -1,4 +1,4 @@
-"""The hardware file, results/hardware/<host>-<device>.json: its version, writer and reader.
+"""The hardware file, results/hardware/<system>.json: its version, writer and reader.
 
 `fwbench.hardware.characterize` writes it; the roofline (`fwbench.analysis.roofline`) and the
 figures and report (`fwbench.present.figure_data`) read it, all through `read_hardware`.
@@ -16,8 +16,10 @@ from fwbench.io.common import SCHEMA_KEY, check_schema_version, schema_version
 
 # 2 adds `memory` (the working-set bandwidth sweep and its per-level plateaus), the measured
 # clock, and per-size GEMM sweeps; version 1 files read, with DRAM as their only memory level.
-SCHEMA_VERSION = 2
-READABLE = (1, 2)
+# 3 adds `system` (the config's name of the kind of node) and `node` (host, CPU and GPU model,
+# what a cell's node is matched against).
+SCHEMA_VERSION = 3
+READABLE = (1, 2, 3)
 WHAT = "hardware file"
 
 

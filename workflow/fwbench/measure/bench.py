@@ -59,6 +59,8 @@ class CellRequest:
     versions: dict[str, str] = field(default_factory=dict)
     process: int = 0  # which of the cell's fresh processes this is
     compile_options: dict[str, Any] = field(default_factory=dict)  # torch.compile's
+    system: str = ""  # the config's name of the kind of node the cell belongs to
+    placement: dict[str, Any] = field(default_factory=dict)  # where the system's jobs run
 
     def settings_hash(self) -> str:
         """What determines the cell: every process of a cell has the same hash."""
@@ -224,7 +226,8 @@ def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
         "framework_version": next(iter(request.versions.values()), "unknown"),
         "versions": request.versions | provenance.runtime(),
         "device": request.device,
-        "host": provenance.host(),
+        "system": request.system,
+        **provenance.node_identity(request.device),
         "threads": threads_info,
         "warmup": request.warmup,
         "process": request.process,

@@ -201,13 +201,20 @@ def write_csv(
         writer.writerows(rows)
 
 
-def merge_csv(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> None:
-    """Concatenate CSVs with the same header into `out` (one header), atomically."""
+def merge_csv(
+    paths: Sequence[str | os.PathLike],
+    out: str | os.PathLike,
+    systems: Sequence[str] | None = None,
+) -> None:
+    """Concatenate CSVs with the same header into `out` (one header), atomically; with
+    `systems` (one per path), each row starts with its file's system."""
     if not paths:
         raise ValueError("merge_csv needs at least one input CSV")
+    if systems is not None and len(systems) != len(paths):
+        raise ValueError(f"{len(systems)} systems for {len(paths)} check files")
     header: list[str] | None = None
     data: list[list[str]] = []
-    for path in paths:
+    for index, path in enumerate(paths):
         with open(path, newline="") as handle:
             rows = list(csv.reader(handle))
         if not rows:
@@ -216,9 +223,10 @@ def merge_csv(paths: Sequence[str | os.PathLike], out: str | os.PathLike) -> Non
             header = rows[0]
         elif rows[0] != header:
             raise ValueError(f"{path} has columns {rows[0]}, expected {header}")
-        data.extend(rows[1:])
+        prefix = [systems[index]] if systems is not None else []
+        data.extend(prefix + row for row in rows[1:])
 
     with atomic_open(out, newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(header)
+        writer.writerow((["system"] if systems is not None else []) + header)
         writer.writerows(data)

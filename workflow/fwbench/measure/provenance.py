@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import importlib.metadata
 import json
+import os
 import platform
 import socket
 import subprocess
@@ -17,6 +18,47 @@ from fwbench.frameworks import DISTRIBUTIONS
 
 def host() -> str:
     return socket.gethostname().split(".")[0] or "unknown-host"
+
+
+def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
+    """The CPU's model name as the kernel reports it (fast: no CPUID probing)."""
+    try:
+        for line in Path(cpuinfo).read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() in ("model name", "Model", "cpu model") and value.strip():
+                return value.strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def gpu_model() -> str:
+    """GPU 0's name from nvidia-smi; '' where there is none."""
+    try:
+        names = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        ).stdout.splitlines()
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    return names[0].strip() if names else ""
+
+
+def node_identity(device: str) -> dict[str, str]:
+    """What a measurement ran on, to match against its system's hardware file: the node's
+    name (nodes of one partition differ in it), its CPU and, on cuda, GPU model, and under
+    SLURM the job, partition and GPUs the job was given ('' outside SLURM)."""
+    return {
+        "host": host(),
+        "cpu_model": cpu_model(),
+        "gpu_model": gpu_model() if device == "cuda" else "",
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""),
+        "slurm_partition": os.environ.get("SLURM_JOB_PARTITION", ""),
+        "slurm_gpus": os.environ.get("SLURM_GPUS_ON_NODE", ""),
+    }
 
 
 def utc(ns: int) -> str:

@@ -1,8 +1,9 @@
 """Every figure by name, and drawing the ones a job asks for.
 
-The inference figures draw from stats.nc and the hardware JSON only, the training figures from
-the stacked training runs only. A failed cell or run is never drawn as a number; each figure
-names what it left out in its note.
+The inference figures draw one system's cells from stats.nc and that system's hardware JSON
+only, the systems figure every system's cells from stats.nc, the training figures one system's
+runs from the stacked training runs only. A failed cell or run is never drawn as a number; each
+figure names what it left out in its note.
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from collections.abc import Callable, Mapping
 import xarray as xr
 from matplotlib.figure import Figure
 
+from fwbench.analysis.by_system import select_system
 from fwbench.io.common import read_netcdf
 from fwbench.present.figure_data import FigureInputs
 from fwbench.present.hardware_summary import read_hardware_summary
 from fwbench.present.plots_hardware import draw_hardware
 from fwbench.present.plots_latency import draw_latency, draw_scaling, draw_speedup, draw_stability
 from fwbench.present.plots_roofline import draw_efficiency, draw_roofline
+from fwbench.present.plots_systems import draw_systems
 from fwbench.present.plots_training import draw_training_curves, draw_training_time
 from fwbench.present.style import MIN_DPI, save_figure
 
@@ -31,6 +34,7 @@ INFERENCE_FIGURES: dict[str, Callable[[FigureInputs], Figure]] = {
     "scaling": draw_scaling,
     "stability": draw_stability,
 }
+SYSTEMS_FIGURES = ("systems",)
 TRAINING_FIGURES: dict[str, Callable[[xr.Dataset], Figure]] = {
     "training_time": draw_training_time,
     "training_curves": draw_training_curves,
@@ -45,33 +49,40 @@ def draw_requested(
     dpi: int = MIN_DPI,
     table_batch: int | None = None,
     cv_threshold_pct: float | None = None,
+    system: str | None = None,
 ) -> list[str]:
     """Draw every figure named in `outputs` (name → PNG path; `<name>_svg` → SVG path) from
-    the given files, save them, and return the names drawn. An output name that is no figure,
-    or a figure whose input is not given, raises naming it."""
+    the given files, save them, and return the names drawn. The inference and training figures
+    draw `system`'s cells (None: files without systems). An output name that is no figure, or a
+    figure whose input is not given, raises naming it."""
     names = [name for name in outputs if not name.endswith("_svg")]
-    unknown = [n for n in names if n not in INFERENCE_FIGURES and n not in TRAINING_FIGURES]
+    figures = (*INFERENCE_FIGURES, *TRAINING_FIGURES, *SYSTEMS_FIGURES)
+    unknown = [n for n in names if n not in figures]
     unknown += [n for n in outputs if n.endswith("_svg") and n.removesuffix("_svg") not in names]
     if unknown:
-        known = ", ".join([*INFERENCE_FIGURES, *TRAINING_FIGURES])
+        known = ", ".join(figures)
         raise ValueError(f"no figure named {', '.join(unknown)}; figures: {known}")
-    inputs = None
-    if any(name in INFERENCE_FIGURES for name in names):
+    all_stats = inputs = None
+    if any(name in INFERENCE_FIGURES or name in SYSTEMS_FIGURES for name in names):
         if stats is None:
             raise ValueError(f"figures {names} need the stats file (input 'stats')")
-        inputs = FigureInputs(
-            read_netcdf(stats), read_hardware_summary(hardware), table_batch, cv_threshold_pct
-        )
+        all_stats = read_netcdf(stats)
+    if any(name in INFERENCE_FIGURES for name in names):
+        one = select_system(all_stats, system) if system else all_stats
+        inputs = FigureInputs(one, read_hardware_summary(hardware), table_batch, cv_threshold_pct)
     train = None
     if any(name in TRAINING_FIGURES for name in names):
         if train_stats is None:
             raise ValueError(f"figures {names} need the training runs (input 'train_stats')")
         train = read_netcdf(train_stats)
+        if system and "system" in train.dims:
+            train = train.sel(system=system, drop=True)
     for name in names:
-        figure = (
-            INFERENCE_FIGURES[name](inputs)
-            if name in INFERENCE_FIGURES
-            else TRAINING_FIGURES[name](train)
-        )
+        if name in INFERENCE_FIGURES:
+            figure = INFERENCE_FIGURES[name](inputs)
+        elif name in SYSTEMS_FIGURES:
+            figure = draw_systems(all_stats, table_batch)
+        else:
+            figure = TRAINING_FIGURES[name](train)
         save_figure(figure, outputs[name], outputs.get(f"{name}_svg"), dpi)
     return names

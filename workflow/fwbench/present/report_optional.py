@@ -161,6 +161,7 @@ def compare_section(paths: Sequence[Path], report_dir: Path | None = None) -> st
             summary = ", ".join(f"{count} {verdict}" for verdict, count in counts.most_common())
             summary = f" {len(frame)} cells: {summary}."
         body = compare_table(frame) if len(frame) else "No cells to compare.\n"
-        heading = f"### {path.stem}{_versions(frame)}"
+        system = f"{path.parent.name}/" if path.parent.parent.name == "compare" else ""
+        heading = f"### {system}{path.stem}{_versions(frame)}"
         parts.append(f"{heading}\n\nFrom `{path.name}`.{summary}\n\n{body}")
     return "\n".join(parts)

@@ -28,10 +28,6 @@ _SETTING_KEYS = {
     "allow_tf32",
     "imagefolder",
     "inject_failure",
-    # Where the job runs (the rule's resources), not how it trains: accepted, not used here.
-    "gpus",
-    "gpu_model",
-    "slurm_partition",
 }
 
 

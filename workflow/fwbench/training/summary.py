@@ -2,15 +2,15 @@
 (results/aggregate/train.nc) and one summary row per run.
 
 The stacked dataset has the train file's variables (fwbench.io.train_file) with the dimensions
-framework, mode, one per run key (model, dataset) and epoch; `status` per run ('ok', 'failed',
-or 'absent' where a combination has no run) and `error` (the failed run's message).
+system, framework, mode, one per run key (model, dataset) and epoch; `status` per run ('ok',
+'failed', or 'absent' where a combination has no run) and `error` (the failed run's message).
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -22,14 +22,19 @@ from fwbench.io.train_file import EPOCH_UNITS, SCALAR_UNITS, read_run
 
 VARIANT_DIMS = ("framework", "mode")
 RUN_KEYS = ("model", "dataset")
+# Runs written before systems carry no `system` attribute: the caller names it, else they
+# were measured on the default config's one machine.
+SYSTEM_DIM = "system"
+DEFAULT_SYSTEM = "local"
 
 
 def stack_runs(runs: Iterable[xr.Dataset], keys: tuple[str, ...] = RUN_KEYS) -> xr.Dataset:
-    """Train files (fwbench.io.train_file.read_run) as one dataset, dims framework, mode,
-    *keys, epoch (see the module docstring)."""
-    dims = (*VARIANT_DIMS, *keys)
+    """Train files (fwbench.io.train_file.read_run) as one dataset, dims system, framework,
+    mode, *keys, epoch (see the module docstring)."""
+    dims = (SYSTEM_DIM, *VARIANT_DIMS, *keys)
     expanded = []
     for run in runs:
+        run.attrs.setdefault(SYSTEM_DIM, DEFAULT_SYSTEM)
         missing = [d for d in dims if d not in run.attrs]
         if missing:
             raise ValueError(f"a train file lacks the attributes {missing}")
@@ -53,10 +58,20 @@ def stack_runs(runs: Iterable[xr.Dataset], keys: tuple[str, ...] = RUN_KEYS) -> 
     return combined
 
 
-def aggregate_runs(paths: Iterable[str | os.PathLike]) -> xr.Dataset:
-    """Every train file into one dataset (dims framework, mode, model, dataset, epoch), with
-    the versions each framework's runs come from."""
+def aggregate_runs(
+    paths: Sequence[str | os.PathLike], systems: Sequence[str] | None = None
+) -> xr.Dataset:
+    """Every train file into one dataset (dims system, framework, mode, model, dataset,
+    epoch), with the versions each framework's runs come from. `systems` (one per path) names
+    the system of runs that do not record theirs and must agree with those that do."""
     runs = [read_run(path) for path in paths]
+    if systems is not None:
+        if len(systems) != len(runs):
+            raise ValueError(f"{len(systems)} systems for {len(runs)} train files")
+        for path, run, system in zip(paths, runs, systems, strict=True):
+            recorded = run.attrs.setdefault(SYSTEM_DIM, system)
+            if recorded != system:
+                raise ValueError(f"{path} records system {recorded!r}, listed as {system!r}")
     stacked = stack_runs(runs)
     versions = {run.attrs["framework"]: run.attrs.get("framework_version", "") for run in runs}
     stacked.attrs["framework_versions"] = json.dumps(versions, sort_keys=True)
@@ -70,7 +85,7 @@ def aggregate_runs(paths: Iterable[str | os.PathLike]) -> xr.Dataset:
 def summary_frame(stacked: xr.Dataset) -> pd.DataFrame:
     """One row per run (absent combinations left out): its status and per-run scalars, the
     final validation accuracy and the median samples/s of the steady epochs."""
-    keys = (*VARIANT_DIMS, *RUN_KEYS)
+    keys = (SYSTEM_DIM, *VARIANT_DIMS, *RUN_KEYS)
     scalars = [name for name in SCALAR_UNITS if name in stacked]
     frame = stacked[scalars + ["status", "error"]].to_dataframe().reset_index()
     frame = frame[frame["status"] != STATUS_ABSENT]

@@ -1,0 +1,77 @@
+"""Statistics of every system: each system's cells against its own hardware limits
+(fwbench.analysis.stats.summarize), stacked along a `system` dimension in one stats.nc.
+
+Attributes that every system's summary shares stay attributes of stats.nc; the rest (the
+roofline, the host, the number of processes ...) differ per system and are kept per system in
+`system_attrs`. `select_system` gives one system's statistics back with its own attributes,
+the layout the tables, figures and report read.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+from fwbench.analysis.aggregate import one_system
+from fwbench.analysis.roofline import HardwareLimits
+from fwbench.analysis.stats import StatsSettings, summarize
+
+SYSTEM = "system"
+# Per system, every attribute of its own summary (roofline, host, processes ...), as JSON.
+SYSTEM_ATTRS = "system_attrs"
+# Attributes of a summary that describe the statistics, not the system: kept global too.
+RUN_ATTRS = ("flags", "bootstrap", "title")
+
+
+def summarize_systems(
+    bench: xr.Dataset, limits: Mapping[str, HardwareLimits], settings: StatsSettings
+) -> xr.Dataset:
+    """stats.nc for every system of the aggregate, each against its own hardware limits,
+    stacked along `system`. The attributes are the aggregate's (its provenance over every
+    system) and the statistics settings, the same keys whatever the values; each system's own
+    attributes are in `system_attrs` (`select_system` puts them back)."""
+    names = [str(name) for name in bench[SYSTEM].values]
+    missing = [name for name in names if name not in limits]
+    if missing:
+        raise ValueError(f"no hardware limits for the system(s) {', '.join(missing)}")
+    parts = [summarize(one_system(bench, name), limits[name], settings) for name in names]
+    attrs = [part.attrs for part in parts]
+    shared = {
+        key: value
+        for key, value in attrs[0].items()
+        if key in bench.attrs or key.startswith("stats_") or key in RUN_ATTRS
+    } | dict(bench.attrs)
+    stacked = xr.concat(
+        parts, dim=pd.Index(names, name=SYSTEM), combine_attrs="drop", coords="minimal"
+    )
+    stacked[SYSTEM_ATTRS] = (
+        SYSTEM,
+        np.array([json.dumps(a, sort_keys=True, default=_plain) for a in attrs], dtype=object),
+        {"description": "JSON: the system's own attributes (roofline, host, processes ...)"},
+    )
+    stacked.attrs = shared | {"systems": json.dumps(names)}
+    return stacked
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else str(value)
+
+
+def systems_of(stats: xr.Dataset) -> list[str]:
+    return [str(name) for name in stats[SYSTEM].values] if SYSTEM in stats.dims else []
+
+
+def select_system(stats: xr.Dataset, name: str) -> xr.Dataset:
+    """One system's statistics, with the attributes its own summary had."""
+    if SYSTEM not in stats.dims:
+        return stats
+    if name not in systems_of(stats):
+        raise ValueError(f"no system {name!r} in the statistics (systems: {systems_of(stats)})")
+    one = stats.sel({SYSTEM: name}, drop=True)
+    one.attrs = dict(stats.attrs) | json.loads(str(one[SYSTEM_ATTRS].values))
+    return one.drop_vars(SYSTEM_ATTRS)
