@@ -12,7 +12,7 @@ reference for --rounds rounds (DRAM bandwidth drifts on this VM). Goal ≥ 0.9.
 Everything measured holds the host's timing lock. Exits 0 when every ratio meets its goal, 1
 when one does not, 2 when the hardware file is not given or missing.
 
-    .venv/bin/python self_measurement/roofline_ratios.py --hardware results/hardware/<host>-cpu.json
+    .venv/bin/python self_measurement/roofline_ratios.py --hardware results/hardware/<system>.json
     .venv/bin/python self_measurement/roofline_ratios.py --hardware /tmp/hw.json --max-n 1024 \\
         --trials 2 --fresh-triad --rounds 3
 """
@@ -46,7 +46,7 @@ class HardwareFileMissing(Exception):
 def load_hardware(path: str | None) -> dict[str, Any]:
     if not path:
         raise HardwareFileMissing(
-            "no hardware file given (--hardware results/hardware/<host>-cpu.json)"
+            "no hardware file given (--hardware results/hardware/<system>.json)"
         )
     if not Path(path).is_file():
         raise HardwareFileMissing(f"hardware file {path} does not exist")
@@ -195,7 +195,7 @@ def triad_report(project: dict[str, float | None], reference: float, goal: float
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--hardware", help="results/hardware/<host>-cpu.json")
+    parser.add_argument("--hardware", help="results/hardware/<system>.json")
     parser.add_argument("--threads", type=int, help="default: the file's threads")
     parser.add_argument("--max-n", type=int, default=8192)
     parser.add_argument("--trials", type=int, default=3, help="GEMM trials per size")

@@ -231,7 +231,7 @@ def test_each_job_got_its_systems_partition_and_gpus_and_its_rules_memory_and_ti
         assert job.fields["MinMemoryNode"] == f"{asked['mem_mb']}M", job.rule
         minutes = int(asked["runtime"])
         assert job.fields["TimeLimit"] == f"{minutes // 60:02d}:{minutes % 60:02d}:00", job.rule
-        assert wanted["slurm_partition"] == CPU_PARTITION  # the default the systems override
+        assert "slurm_partition" not in wanted  # every system names its own
 
 
 def test_sacct_shows_each_systems_hardware_and_bench_jobs_on_its_own_partition(slurm_run, cluster):
@@ -366,8 +366,9 @@ def test_a_cuda_system_plans_its_jobs_with_gpus_on_its_partition(tmp_path):
     jobs = planned_resources(result.stdout + result.stderr)
     timing = [(rule, r) for rule, r in jobs if rule in (*TIMING_RULES, "checks")]
     gpu_jobs = [r for _, r in timing if r.get("slurm_partition") == "gpu"]
-    cpu_jobs = [r for _, r in timing if r.get("slurm_partition") == CPU_PARTITION]
-    assert gpu_jobs and cpu_jobs
+    # A system without a partition leaves it to the cluster (sbatch without -p).
+    cpu_jobs = [r for _, r in timing if "slurm_partition" not in r]
+    assert gpu_jobs and cpu_jobs and len(gpu_jobs) + len(cpu_jobs) == len(timing)
     for resources in gpu_jobs:
         assert (resources["gpu"], resources["gpu_model"]) == ("1", "h200")
     for resources in cpu_jobs:

@@ -487,3 +487,16 @@ def test_a_flagged_cell_does_not_compete_and_is_listed_as_excluded(tmp_path):
     assert verdicts["winner"].sel(scope="all").item() == "torch/compiled"
     assert verdicts["winner_excluded"].sel(scope="all").item() == "torch/eager"
     assert verdicts["winner_excluded"].sel(scope="compiled").item() == ""
+
+
+def test_a_cell_with_one_process_on_another_cpu_is_flagged_node_mismatch(tmp_path):
+    paths = []
+    for process, model in enumerate(("Zen 3", "Zen 4")):
+        c = cell("torch", "eager", noisy(1e-3, seed=process))
+        c.attrs |= {"process": process, "cpu_model": model, "host": f"n{process}"}
+        paths.append(tmp_path / f"p{process}.nc")
+        write_cell(c, paths[-1])
+    limits = limits_from_document(HARDWARE | {"node": {"cpu_model": "Zen 3"}}, "hw.json")
+    summary = summarize(aggregate_cells(paths), limits, SETTINGS)
+    flags = summary["flags"].sel(framework="torch", mode="eager", arch="mlp", batch=1).item()
+    assert "node_mismatch" in flags  # process 1 ran on a Zen 4, the hardware file is a Zen 3's

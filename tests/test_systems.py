@@ -37,7 +37,7 @@ def test_a_slurm_system_maps_onto_the_executor_plugins_resources():
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({"slurm": {"partition": "cpu"}}, r"systems.big.threads: a SLURM system needs a number"),
+        ({"slurm": {"partition": "cpu"}}, r"systems.big.threads: a system whose jobs go to SLURM"),
         ({"threads": 0}, r"systems.big.threads: threads must be a positive integer"),
         ({"threads": 2, "slurm": {"gpu_model": "a100"}}, r"gpu_model='a100' without gpus"),
     ],
@@ -59,3 +59,10 @@ def test_a_system_named_like_a_framework_or_a_bad_path_is_refused():
         parse_systems({"systems": {"a/b": {}}}, resolve)
     with pytest.raises(ValueError, match="names no system"):
         parse_systems({"systems": {}}, resolve)
+
+
+def test_threads_auto_is_refused_for_every_system_when_jobs_go_to_a_cluster():
+    config = {"systems": {"local": {}}, "threads": "auto"}
+    assert parse_systems(config, resolve)["local"].threads == 4
+    with pytest.raises(ValueError, match="systems.local.threads: a system whose jobs go to SLURM"):
+        parse_systems(config, resolve, remote=True)

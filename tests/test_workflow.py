@@ -200,7 +200,7 @@ def test_results_of_the_layout_before_systems_are_refused_then_migrated_and_not_
     configs = smoke_configs(smoke_copy)
     refused = snakemake("-n", "--configfile", *configs, cwd=smoke_copy)
     assert refused.returncode != 0
-    assert "python -m fwbench.io.migrate --system local" in refused.stdout + refused.stderr
+    assert "python -m fwbench.io.migrate --system <name>" in refused.stdout + refused.stderr
 
     migrate = run_migrate(smoke_copy)
     assert migrate.returncode == 0, migrate.stderr

@@ -69,13 +69,15 @@ def parse_systems(
     config: Mapping[str, Any],
     resolve_threads: Callable[[int | str], int],
     reserved: tuple[str, ...] = (),
+    remote: bool = False,
 ) -> dict[str, System]:
     """The config's `systems` as System objects, in the config's order.
 
     A system's `device` and `threads` default to the top-level keys. `threads: auto` is
-    resolved here, on the machine that plans the workflow, so only a local system may use it:
-    a SLURM job asks for its CPUs before any node is seen. `reserved` names may not be
-    system names (the old layout's framework directories under results/cells).
+    resolved here, on the machine that plans the workflow, so only a local system of a local
+    run may use it: a SLURM job asks for its CPUs before any node is seen (`remote`: the jobs
+    go to a cluster, every system's included). `reserved` names may not be system names (the
+    old layout's framework directories under results/cells).
     """
     entries = config.get("systems") or {}
     if not entries:
@@ -94,13 +96,13 @@ def parse_systems(
         device = entry.get("device", config.get("device", "cpu"))
         threads = entry.get("threads", config.get("threads", "auto"))
         slurm = entry.get("slurm")
+        if threads == "auto" and (slurm is not None or remote):
+            raise ValueError(
+                f"{where}.threads: a system whose jobs go to SLURM needs a number of threads "
+                "(got 'auto'): its jobs ask for that many CPUs before any node is seen"
+            )
         if slurm is not None:
             slurm = Slurm(**slurm)
-            if threads == "auto":
-                raise ValueError(
-                    f"{where}.threads: a SLURM system needs a number of threads (got 'auto'): "
-                    "its jobs ask SLURM for that many CPUs before any node is seen"
-                )
             if device == "cuda" and slurm.gpus is None:
                 slurm = Slurm(**(asdict(slurm) | {"gpus": 1}))
             if slurm.gpu_model and not slurm.gpus:

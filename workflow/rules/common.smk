@@ -68,7 +68,9 @@ BENCH_COMMAND = (
     '"$FWBENCH_LIBRARY/scripts/bench.py" --cell {params.cell:q} '
     '--lock "$FWBENCH_TIMING_LOCK" --log {log:q} {output:q}'
 )
-SYSTEMS = parse_systems(config, resolve_threads, reserved=tuple(MODES))
+SYSTEMS = parse_systems(
+    config, resolve_threads, reserved=tuple(MODES), remote=not workflow.local_exec
+)
 SYSTEM_NAMES = list(SYSTEMS)
 HARDWARE_PATH = "results/hardware/{system}.json"
 HARDWARE_FILES = [HARDWARE_PATH.format(system=name) for name in SYSTEM_NAMES]
@@ -90,9 +92,9 @@ def _layout_before_systems():
 if _layout_before_systems():
     raise ValueError(
         f"{', '.join(_layout_before_systems())}: results of the layout before systems "
-        "(results/<stage>/<framework>/...). Move them under a system first, e.g. "
-        f"`python -m fwbench.io.migrate --system {SYSTEM_NAMES[0]}` (see README), "
-        "or move them away."
+        "(results/<stage>/<framework>/...). Move them under the system that measured them "
+        "with `python -m fwbench.io.migrate --system <name>` (the default config's machine: "
+        "`--system local`; see README), or move them away."
     )
 
 

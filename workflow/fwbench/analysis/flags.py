@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from fwbench.analysis.processes import NODE_SEPARATOR
 from fwbench.analysis.roofline import INVALID_FAST
 from fwbench.io.dims import CELL_DIMS
 
@@ -44,13 +45,18 @@ def has_text(bench: xr.Dataset, name: str) -> np.ndarray:
 
 
 def node_mismatch(bench: xr.Dataset, node: dict[str, str]) -> np.ndarray:
-    """Cells whose node's CPU or GPU model differs from the hardware file's `node`; a model
-    either side does not record (cells and hardware files before systems) is not compared."""
+    """Cells with a process whose node's CPU or GPU model differs from the hardware file's
+    `node` (a pooled cell lists its processes' models, NODE_SEPARATOR between); a model either
+    side does not record (cells and hardware files before systems) is not compared."""
     mismatch = np.zeros(tuple(bench.sizes[d] for d in CELL_DIMS), dtype=bool)
     for key in NODE_MODELS:
         expected = node.get(key, "")
         if not expected or key not in bench:
             continue
-        models = bench[key].transpose(*CELL_DIMS).values.astype(str)
-        mismatch |= (models != "") & (models != expected)
+        models = bench[key].transpose(*CELL_DIMS).values
+        differs = [
+            any(model and model != expected for model in str(text).split(NODE_SEPARATOR))
+            for text in models.ravel()
+        ]
+        mismatch |= np.array(differs, dtype=bool).reshape(models.shape)
     return mismatch

@@ -32,6 +32,10 @@ WORST = (
 )
 ALL_OF = ("compiled",)  # a cell ran compiled only if every process did
 FAILURE_TEXT = ("error_type", "error", "traceback_tail")
+# Where a cell's processes ran: every distinct value, joined by NODE_SEPARATOR (processes of one
+# cell may land on different nodes of a partition).
+NODE_TEXT = ("host", "cpu_model", "gpu_model", "slurm_partition")
+NODE_SEPARATOR = " | "
 
 
 def processes(bench: xr.Dataset) -> int:
@@ -55,6 +59,14 @@ def _first_text(values: np.ndarray, status: np.ndarray, failures_only: bool) -> 
                 prefix = f"process {process}: " if failures_only and values.shape[-1] > 1 else ""
                 pooled[index] = prefix + str(text)
                 break
+    return pooled
+
+
+def _distinct_text(values: np.ndarray) -> np.ndarray:
+    pooled = np.full(values.shape[:-1], "", dtype=object)
+    for index in np.ndindex(*values.shape[:-1]):
+        distinct = dict.fromkeys(str(v) for v in values[index] if v and str(v) != "nan")
+        pooled[index] = NODE_SEPARATOR.join(distinct)
     return pooled
 
 
@@ -93,6 +105,8 @@ def pool(bench: xr.Dataset) -> xr.Dataset:
         values = variable.transpose(*order).values
         if name == "status":
             reduced = _status(values)
+        elif name in NODE_TEXT:
+            reduced = _distinct_text(values)
         elif values.dtype.kind in "OUS":  # text: object in memory, str read from a file
             reduced = _first_text(values, status, failures_only=name in FAILURE_TEXT)
         else:

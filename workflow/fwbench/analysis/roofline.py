@@ -1,6 +1,6 @@
 """The roofline: the hardware's measured limits and how close each cell comes to them.
 
-The limits come from the hardware stage's JSON (results/hardware/<host>-<device>.json): the
+The limits come from the hardware stage's JSON (results/hardware/<system>.json): the
 measured float32 GEMM peak, the STREAM triad bandwidth (the DRAM roof, as the first pipeline
 drew it) and, from schema version 2 on, one bandwidth per memory level (L1, L2, L3, DRAM) read
 off the working-set sweep. The keys it is read by are in HARDWARE_KEYS and MEMORY_LEVELS_KEY.

@@ -1,4 +1,4 @@
-"""Statistics of the aggregate: results/summary/stats.nc, stats.csv and tables/*.md.
+"""Statistics of one system's aggregate: stats.nc, stats.csv and <system>/tables/*.md.
 
 Per cell (framework, mode, arch, batch), from the warm iterations: median, mean, σ (ddof 1),
 CV %, IQR, min, p95 and a bootstrap CI of the median (fwbench.analysis.estimators); the

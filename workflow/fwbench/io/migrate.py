@@ -15,6 +15,7 @@ keeps no record for the new paths, so only their existence counts).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
@@ -63,12 +64,20 @@ def _old_hardware(results: Path, chosen: Path | None) -> Path | None:
     found = sorted(
         path
         for path in (results / "hardware").glob("*.json")
-        if path.name.endswith(HARDWARE_SUFFIXES)
+        if path.name.endswith(HARDWARE_SUFFIXES) and not _names_a_system(path)
     )
     if len(found) > 1:
         names = ", ".join(str(path) for path in found)
         raise ValueError(f"several hardware files ({names}): name the system's with --hardware")
     return found[0] if found else None
+
+
+def _names_a_system(path: Path) -> bool:
+    """A hardware file of the layout with systems (e.g. of a system named `a100-cuda`)."""
+    try:
+        return bool(json.loads(path.read_text()).get("system"))
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def migrate(

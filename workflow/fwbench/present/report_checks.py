@@ -19,8 +19,10 @@ def checks_section(equivalence: str | os.PathLike | None, flops: str | os.PathLi
     if equivalence is not None:
         rows = pd.read_csv(equivalence, keep_default_na=False, na_values=[""])
         passed = rows["pass"].astype(str).str.lower() == "true"
+        systems = _systems(rows)
         table_rows = [
             [
+                *systems(r),
                 r.arch,
                 r.framework,
                 r.mode,
@@ -33,9 +35,10 @@ def checks_section(equivalence: str | os.PathLike | None, flops: str | os.PathLi
         ]
         text += (
             f"### Equivalence with the float64 reference\n\n{int(passed.sum())} of {len(rows)} "
-            "(architecture, framework, mode) outputs are within the tolerance.\n\n"
+            f"({_keys(rows)}) outputs are within the tolerance.\n\n"
             + markdown_table(
-                ["arch", "framework", "mode", "max rel. error", "tolerance", "result", "error"],
+                [*_system_header(rows), "arch", "framework", "mode", "max rel. error"]
+                + ["tolerance", "result", "error"],
                 table_rows,
             )
         )
@@ -47,8 +50,10 @@ def checks_section(equivalence: str | os.PathLike | None, flops: str | os.PathLi
             ~counts_all, rows["analytic_total_flops"]
         )
         rows["ratio_compared"] = rows["ratio"].where(~counts_all, rows["ratio_total"])
+        systems = _systems(rows)
         table_rows = [
             [
+                *systems(r),
                 r.arch,
                 r.framework,
                 r.mode,
@@ -64,6 +69,7 @@ def checks_section(equivalence: str | os.PathLike | None, flops: str | os.PathLi
         ]
         text += "\n### FLOPs: analytic cost model vs the frameworks' counters\n\n" + markdown_table(
             [
+                *_system_header(rows),
                 "arch",
                 "framework",
                 "mode",
@@ -80,6 +86,19 @@ def checks_section(equivalence: str | os.PathLike | None, flops: str | os.PathLi
     if equivalence is None and flops is None:
         text += "No check results were given.\n"
     return text
+
+
+def _system_header(rows: pd.DataFrame) -> list[str]:
+    """Merged checks carry their system (merge_checks); older files do not."""
+    return ["system"] if "system" in rows else []
+
+
+def _systems(rows: pd.DataFrame):
+    return (lambda r: [r.system]) if "system" in rows else (lambda r: [])
+
+
+def _keys(rows: pd.DataFrame) -> str:
+    return ("system, " if "system" in rows else "") + "architecture, framework, mode"
 
 
 def _yes_no(value: Any) -> str:

@@ -13,6 +13,7 @@ import xarray as xr
 
 from fwbench.analysis.by_system import select_system, systems_of
 from fwbench.analysis.flags import FLAG_NODE_MISMATCH
+from fwbench.analysis.processes import NODE_SEPARATOR
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
 from fwbench.present.format import MISSING, fixed
 from fwbench.present.hardware_summary import HardwareSummary
@@ -27,7 +28,12 @@ def _count_flag(stats: xr.Dataset, flag: str) -> int:
 def systems_header(stats: xr.Dataset) -> str:
     attrs = stats.attrs
     versions = json.loads(attrs.get("framework_versions", "{}") or "{}")
-    versions_text = ", ".join(f"{fw} {v}" for fw, v in versions.items()) or MISSING
+    versions_text = (
+        ", ".join(
+            f"{fw} {v if isinstance(v, str) else ' / '.join(v)}" for fw, v in versions.items()
+        )
+        or MISSING
+    )
     names = systems_of(stats)
     cells = int((stats["status"].values != "absent").sum())
     return (
@@ -97,4 +103,5 @@ def _hosts(bench: xr.Dataset | None, name: str) -> list[str]:
     """The nodes the system's cells ran on (the aggregate keeps each cell's)."""
     if bench is None or "host" not in bench:
         return []
-    return sorted({str(h) for h in np.ravel(bench["host"].sel(system=name).values) if h})
+    hosts = np.ravel(bench["host"].sel(system=name).values)
+    return sorted({h for text in hosts for h in str(text).split(NODE_SEPARATOR) if h})

@@ -1,4 +1,4 @@
-"""The Markdown tables of results/summary/tables/, rendered from the stats Dataset.
+"""The Markdown tables of results/summary/<system>/tables/, rendered from the stats Dataset.
 
 latency (median µs at the table batch, fastest per row in bold), compile_speedup, efficiency,
 winners, failed, flagged. Failed cells show "failed" where a number would be (failed.md: why).

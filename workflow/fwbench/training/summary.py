@@ -73,8 +73,13 @@ def aggregate_runs(
             if recorded != system:
                 raise ValueError(f"{path} records system {recorded!r}, listed as {system!r}")
     stacked = stack_runs(runs)
-    versions = {run.attrs["framework"]: run.attrs.get("framework_version", "") for run in runs}
-    stacked.attrs["framework_versions"] = json.dumps(versions, sort_keys=True)
+    versions: dict[str, list[str]] = {}
+    for run in runs:
+        found = versions.setdefault(run.attrs["framework"], [])
+        if run.attrs.get("framework_version", "") not in found:
+            found.append(run.attrs.get("framework_version", ""))
+    named = {fw: found[0] if len(found) == 1 else found for fw, found in versions.items()}
+    stacked.attrs["framework_versions"] = json.dumps(named, sort_keys=True)
     stacked.attrs["host"] = ",".join(sorted({str(run.attrs.get("host", "")) for run in runs}))
     for name, unit in (EPOCH_UNITS | SCALAR_UNITS).items():
         if name in stacked:
