@@ -494,8 +494,8 @@ def _start_script(output: Path, lock: Path, log: Path, frameworks: list[str]) ->
     fake = {
         "output": [str(output)],
         "log": [str(log)],
-        "params": {"settings": TINY_SETTINGS, "frameworks": frameworks, "device": "cpu"}
-        | {"threads": 1},
+        "params": {"settings": TINY_SETTINGS, "frameworks": frameworks}
+        | {"system": {"device": "cpu", "threads": 1}},
         "config": {"timing_lock": str(lock)},
         "peaks": str(PEAKS),
     }
@@ -506,6 +506,7 @@ def _start_script(output: Path, lock: Path, log: Path, frameworks: list[str]) ->
         snakemake = SimpleNamespace(
             output=fake["output"], log=fake["log"], input=SimpleNamespace(peaks=fake["peaks"]),
             params=SimpleNamespace(**fake["params"]), config=fake["config"],
+            wildcards=SimpleNamespace(system="box"),
         )
         runpy.run_path({str(SCRIPT)!r}, init_globals={{"snakemake": snakemake}})
     """)
@@ -534,7 +535,8 @@ def test_the_script_waits_for_the_lock_and_writes_a_json_with_every_field(tmp_pa
     assert [p.name for p in output.parent.iterdir()] == ["host-cpu.json"]  # no temp left
     assert {"identity", "bandwidth", "memory", "clock", "compute", "theoretical"} <= set(result)
     assert {"ridge", "provenance"} <= set(result)
-    assert result["schema_version"] == 2
+    assert result["schema_version"] == 3
+    assert result["system"] == "box" and result["node"]["cpu_model"]  # the node it measured
     assert result["provenance"]["lock_wait_s"] >= 0.9
     assert result["provenance"]["threads"]["threads"] == 1
 

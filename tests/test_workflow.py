@@ -3,6 +3,7 @@ recorded as data, an interrupted job leaving nothing half-written."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -196,7 +197,11 @@ def test_results_of_the_layout_before_systems_are_refused_then_migrated_and_not_
         for framework in (results / stage / "local").iterdir():
             framework.rename(results / stage / framework.name)
         (results / stage / "local").rmdir()
-    (results / "hardware/local.json").rename(results / "hardware/vm-cpu.json")
+    # ... written before it recorded its system and node (hardware file schema 2)
+    hardware = json.loads((results / "hardware/local.json").read_text())
+    old = {k: v for k, v in hardware.items() if k not in ("system", "node")}
+    (results / "hardware/vm-cpu.json").write_text(json.dumps(old | {"schema_version": 2}))
+    (results / "hardware/local.json").unlink()
     configs = smoke_configs(smoke_copy)
     refused = snakemake("-n", "--configfile", *configs, cwd=smoke_copy)
     assert refused.returncode != 0
