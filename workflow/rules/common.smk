@@ -133,8 +133,9 @@ def _system_resource(key):
     return lambda wildcards: SYSTEMS[wildcards.system].resources().get(key)
 
 
-# The SLURM resources of a timing job: its system's partition, constraint, account and GPUs
-# (a function returning None leaves the profile's default). None at all for local systems.
+# The SLURM resources of a timing job: its system's partition, constraint, account and GPUs.
+# A function returning None drops the resource (the profile's default does not come back), so
+# what a system does not name the cluster decides; none at all for local systems.
 SYSTEM_RESOURCES = {
     key: _system_resource(key)
     for key in sorted(
