@@ -1,11 +1,13 @@
 # Validation, the derived sweep, and the helpers every rule uses.
 import glob
+import inspect
 import json
 import os
 import re
 import sys
 from pathlib import Path
 
+from snakemake.common import overwrite_function_params
 from snakemake.settings.types import DeploymentMethod
 from snakemake.utils import validate
 
@@ -98,6 +100,13 @@ if _layout_before_systems():
     )
 
 
+def per_job(function):
+    """A function Snakemake calls for every job, with its signature read once: Snakemake
+    re-inspects it on each call otherwise (1.5 s of a 20,000-cell dry run)."""
+    overwrite_function_params(function, inspect.signature(function).parameters)
+    return function
+
+
 def conda_env(name, device="cpu"):
     """The conda env file of a rule: a framework's, 'hardware' or 'analysis'. Framework and
     hardware envs have a `-cuda` twin for cuda systems; analysis runs on CPU.
@@ -106,10 +115,12 @@ def conda_env(name, device="cpu"):
     return str(ENVS / f"{name}{suffix}.yaml")
 
 
+@per_job
 def framework_env(wildcards):
     return conda_env(wildcards.framework, SYSTEMS[wildcards.system].device)
 
 
+@per_job
 def hardware_env(wildcards):
     return conda_env("hardware", SYSTEMS[wildcards.system].device)
 
@@ -126,11 +137,11 @@ def per_system(attribute):
     values = {getattr(system, attribute) for system in SYSTEMS.values()}
     if len(values) == 1:
         return values.pop()
-    return lambda wildcards: getattr(SYSTEMS[wildcards.system], attribute)
+    return per_job(lambda wildcards: getattr(SYSTEMS[wildcards.system], attribute))
 
 
 def _system_resource(key):
-    return lambda wildcards: SYSTEMS[wildcards.system].resources().get(key)
+    return per_job(lambda wildcards: SYSTEMS[wildcards.system].resources().get(key))
 
 
 # The SLURM resources of a timing job: its system's partition, constraint, account and GPUs.
@@ -283,11 +294,13 @@ def check_cell_wildcards(wildcards):
 CELL_KEYS = ("system", "framework", "version", "mode", "arch", "batch")
 
 
+@per_job
 def bench_priority(wildcards):
     cell = {key: wildcards[key] for key in CELL_KEYS}
     return BENCH_ORDER.get(cell_file(cell, int(wildcards.get("process", 0))), 0)
 
 
+@per_job
 def cell_request(wildcards):
     """Everything that determines a cell, as JSON for the bench job's command line; a change
     in any of it reruns exactly that cell."""
