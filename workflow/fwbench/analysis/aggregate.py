@@ -51,9 +51,9 @@ TEXT_ATTRS = {
     "slurm_partition": ("slurm_partition", "the SLURM partition the cell ran in ('' locally)"),
 }
 # The run's provenance, attributes of bench.nc (a JSON list where cells differ); per system in
-# the variable PROVENANCE_VAR.
+# the variable SYSTEM_ATTRS, which stats.nc also uses for each system's own attributes.
 PROVENANCE = ("host", "device", "threads", "config_hash", "git_commit")
-PROVENANCE_VAR = "system_provenance"
+SYSTEM_ATTRS = "system_attrs"
 SYSTEM = "system"
 # The system of cells that record none when the caller names none: the default config's one
 # machine (cells before systems were all measured where the workflow ran).
@@ -214,7 +214,7 @@ def aggregate_cells(
     ds[SYSTEM].attrs["description"] = "the config's kind of node (systems) that measured"
     ds.attrs.update(_provenance(records))
     # Each system's own provenance (its host, device, threads): `one_system` applies it.
-    ds[PROVENANCE_VAR] = (
+    ds[SYSTEM_ATTRS] = (
         SYSTEM,
         np.array(
             [
@@ -237,18 +237,22 @@ def aggregate_cells(
 
 
 def one_system(ds: xr.Dataset, name: str | None = None) -> xr.Dataset:
-    """The aggregate's cells of one system (the only one when `name` is None), without the
-    system dimension and with that system's own provenance as attributes."""
+    """One system's part of the aggregate or of stats.nc (the only system when `name` is
+    None), without the system dimension and with that system's own attributes
+    (SYSTEM_ATTRS) over the file's."""
     if SYSTEM not in ds.dims:
         return ds
+    names = [str(value) for value in ds[SYSTEM].values]
     if name is None:
-        if ds.sizes[SYSTEM] != 1:
-            raise ValueError(f"{ds.sizes[SYSTEM]} systems: name the one to take")
-        name = str(ds[SYSTEM].values[0])
+        if len(names) != 1:
+            raise ValueError(f"{len(names)} systems: name the one to take")
+        name = names[0]
+    if name not in names:
+        raise ValueError(f"no system {name!r} here (systems: {names})")
     one = ds.sel({SYSTEM: name}, drop=True)
-    if PROVENANCE_VAR in one:
-        one.attrs = dict(ds.attrs) | json.loads(str(one[PROVENANCE_VAR].values))
-        one = one.drop_vars(PROVENANCE_VAR)
+    if SYSTEM_ATTRS in one:
+        one.attrs = dict(ds.attrs) | json.loads(str(one[SYSTEM_ATTRS].values))
+        one = one.drop_vars(SYSTEM_ATTRS)
     return one
 
 

@@ -17,13 +17,10 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from fwbench.analysis.aggregate import one_system
+from fwbench.analysis.aggregate import SYSTEM, SYSTEM_ATTRS, one_system
 from fwbench.analysis.roofline import HardwareLimits
 from fwbench.analysis.stats import StatsSettings, summarize
 
-SYSTEM = "system"
-# Per system, every attribute of its own summary (roofline, host, processes ...), as JSON.
-SYSTEM_ATTRS = "system_attrs"
 # Attributes of a summary that describe the statistics, not the system: kept global too.
 RUN_ATTRS = ("flags", "bootstrap", "title")
 
@@ -68,10 +65,4 @@ def systems_of(stats: xr.Dataset) -> list[str]:
 
 def select_system(stats: xr.Dataset, name: str) -> xr.Dataset:
     """One system's statistics, with the attributes its own summary had."""
-    if SYSTEM not in stats.dims:
-        return stats
-    if name not in systems_of(stats):
-        raise ValueError(f"no system {name!r} in the statistics (systems: {systems_of(stats)})")
-    one = stats.sel({SYSTEM: name}, drop=True)
-    one.attrs = dict(stats.attrs) | json.loads(str(one[SYSTEM_ATTRS].values))
-    return one.drop_vars(SYSTEM_ATTRS)
+    return one_system(stats, name)

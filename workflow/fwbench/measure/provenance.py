@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fwbench.frameworks import DISTRIBUTIONS
+from fwbench.hardware.identity import nvidia_smi_identity
 
 
 def host() -> str:
@@ -32,21 +33,6 @@ def cpu_model(cpuinfo: str | Path = "/proc/cpuinfo") -> str:
     return platform.processor() or "unknown"
 
 
-def gpu_model() -> str:
-    """GPU 0's name from nvidia-smi; '' where there is none."""
-    try:
-        names = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=60,
-        ).stdout.splitlines()
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    return names[0].strip() if names else ""
-
-
 def node_identity(device: str) -> dict[str, str]:
     """What a measurement ran on, to match against its system's hardware file: the node's
     name (nodes of one partition differ in it), its CPU and, on cuda, GPU model, and under
@@ -54,7 +40,7 @@ def node_identity(device: str) -> dict[str, str]:
     return {
         "host": host(),
         "cpu_model": cpu_model(),
-        "gpu_model": gpu_model() if device == "cuda" else "",
+        "gpu_model": (nvidia_smi_identity() or {}).get("name", "") if device == "cuda" else "",
         "slurm_job_id": os.environ.get("SLURM_JOB_ID", ""),
         "slurm_partition": os.environ.get("SLURM_JOB_PARTITION", ""),
         "slurm_gpus": os.environ.get("SLURM_GPUS_ON_NODE", ""),

@@ -9,16 +9,16 @@ note; flagged cells are hatched.
 from __future__ import annotations
 
 import json
-import math
 
 import numpy as np
 import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from fwbench.analysis.by_system import SYSTEM, SYSTEM_ATTRS, systems_of
+from fwbench.analysis.aggregate import SYSTEM, SYSTEM_ATTRS
+from fwbench.analysis.by_system import systems_of
 from fwbench.io.dims import STATUS_OK
-from fwbench.present.figure_data import variants
+from fwbench.present.figure_data import FigureInputs, variants
 from fwbench.present.style import add_note, group_offsets, new_figure, plain_log_ticks
 
 SYSTEM_COLORS = ("#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB")
@@ -26,11 +26,6 @@ PANELS = (
     ("median_s", "median latency (ms)", 1e3, True),
     ("efficiency", "efficiency vs own roofline (%)", 100.0, True),
 )
-
-
-def _batch(stats: xr.Dataset, wanted: int) -> int:
-    batches = [int(b) for b in stats["batch"].values]
-    return min(batches, key=lambda b: (abs(math.log(b / wanted)), -b))
 
 
 def _system_line(stats: xr.Dataset, name: str) -> str:
@@ -43,7 +38,7 @@ def draw_systems(stats: xr.Dataset, table_batch: int | None = None) -> Figure:
     systems = systems_of(stats) or ["(one system)"]
     if SYSTEM not in stats.dims:
         stats = stats.expand_dims({SYSTEM: systems})
-    batch = _batch(stats, int(table_batch or stats.attrs.get("stats_table_batch", 32)))
+    batch = FigureInputs(stats, table_batch=table_batch).batch
     at_batch = stats.sel(batch=batch)
     archs = [str(a) for a in stats["arch"].values]
     pairs = variants(stats)

@@ -159,8 +159,7 @@ def render_report(inputs: ReportInputs, report_path: PathLike) -> str:
     if names and len(hardware_paths) != len(names):
         raise ValueError(f"{len(hardware_paths)} hardware files for the systems {names}")
     if not names:  # statistics of one machine without a system dimension
-        if bench is not None and bench.sizes.get("system") == 1:
-            bench = one_system(bench)
+        bench = one_system(bench) if bench is not None else None
         hardware = read_hardware_summary(hardware_paths[0])
         sections = [header_section(stats, hardware)]
         parts = system_part(inputs, stats, bench, hardware, None, report_dir)
