@@ -4,9 +4,12 @@
 
 Per cell, the job's measured window (start_ns..end_ns, inside the timing lock) is split into
 framework import, model build, first call (compile + run), warm-up calls, timed iterations and
-the rest (contention probe, counters, compile introspection). The sweep's wall time is the span
-of the Snakemake log; what no cell window covers is process start-up, Snakemake's scheduling,
-writing files and the non-bench jobs (hardware, checks, train, aggregation, figures, report).
+the rest (contention probe, counters, compile introspection). Per training run, its window
+(start_ns..end_ns) is split into set-up (import, build, data), the timed epochs (the first one
+holds the compilation, as a cell's first call does), the validation passes and the rest. The
+sweep's wall time is the span of the Snakemake log; what no window covers is process start-up,
+Snakemake's scheduling, writing files and the other jobs (hardware, checks, aggregation,
+figures, report).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from fwbench.io.cell_file import read_cell
+from fwbench.io.train_file import read_run
 
 PARTS = ("import_s", "build_s", "first_call_s", "warmup_s", "timed_s", "other_s")
+TRAIN_PARTS = ("setup_s", "epochs_s", "eval_s", "other_s")
 
 
 def cell_parts(path: Path) -> tuple[str, dict[str, float]]:
@@ -37,6 +42,37 @@ def cell_parts(path: Path) -> tuple[str, dict[str, float]]:
     parts = {k: (v if v == v else 0.0) for k, v in parts.items()}  # NaN (failed) → 0
     parts["other_s"] = window - sum(parts.values())
     return a["framework"], parts | {"window_s": window}
+
+
+def run_parts(path: Path) -> dict[str, float]:
+    ds = read_run(path)
+    window = (ds.attrs["end_ns"] - ds.attrs["start_ns"]) * 1e-9
+    parts = {
+        "setup_s": float(ds["setup_time_s"]),
+        "epochs_s": float(ds["epoch_time_s"].sum()),  # NaN epochs (failed) sum as 0
+        "eval_s": float(ds["eval_time_s"].sum()),
+    }
+    parts = {k: (v if v == v else 0.0) for k, v in parts.items()}
+    parts["other_s"] = window - sum(parts.values())
+    return parts | {"window_s": window}
+
+
+def train_totals(workdir: Path) -> tuple[int, dict[str, float]]:
+    runs = sorted((workdir / "results/train").rglob("*.nc"))
+    totals: dict[str, float] = defaultdict(float)
+    for path in runs:
+        for name, value in run_parts(path).items():
+            totals[name] += value
+    if runs:
+        print(
+            f"\n{'training':<11}{'runs':>6}"
+            + "".join(f"{p:>14}" for p in (*TRAIN_PARTS, "window_s"))
+        )
+        print(
+            f"{'all':<11}{len(runs):>6}"
+            + "".join(f"{totals[p]:>14.1f}" for p in (*TRAIN_PARTS, "window_s"))
+        )
+    return len(runs), totals
 
 
 def log_span_s(log: Path) -> float:
@@ -70,6 +106,7 @@ def main() -> int:
     for framework, parts in totals.items():
         row = "".join(f"{parts[p]:>14.1f}" for p in (*PARTS, "window_s"))
         print(f"{framework:<11}{counts[framework]:>6}{row}")
+    _, train = train_totals(args.workdir)
     logs = sorted((args.workdir / ".snakemake/log").glob("*.snakemake.log"))
     log = args.log or (logs[-1] if logs else None)
     if log is None:
@@ -83,6 +120,14 @@ def main() -> int:
     print(f"first calls + timed iterations: {measured:.0f} s ({measured / wall:.0%} of wall)")
     print(f"... + warm-up calls: {loops:.0f} s ({loops / wall:.0%} of wall)")
     print(f"framework imports: {every['import_s']:.0f} s ({every['import_s'] / wall:.0%})")
+    if train:
+        print(f"training runs' windows: {train['window_s']:.0f} s ({train['window_s'] / wall:.0%})")
+        epochs = train["epochs_s"]
+        print(f"training epochs (timed, the first with its compilation): {epochs:.0f} s")
+        print(
+            f"first calls + timed iterations + training epochs: {measured + epochs:.0f} s "
+            f"({(measured + epochs) / wall:.0%} of wall)"
+        )
     return 0
 
 

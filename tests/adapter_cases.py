@@ -110,6 +110,7 @@ framework = sys.argv[1]
 report = {"before_import": loaded()}
 adapter = frameworks.load(framework)
 report["after_import"] = loaded()
+report["sklearn_loaded_by_import"] = "sklearn" in sys.modules
 if "jax" in sys.modules:
     from jax._src import xla_bridge
 
@@ -130,6 +131,12 @@ try:
     report["jax_importable_afterwards"] = True
 except ImportError as error:
     report["jax_importable_afterwards"] = repr(error)
+try:
+    import sklearn.datasets  # noqa: F401  (training loads its digits with it)
+
+    report["sklearn_importable_afterwards"] = True
+except ImportError as error:
+    report["sklearn_importable_afterwards"] = repr(error)
 print(json.dumps(report, default=str))
 """
 
@@ -138,8 +145,8 @@ print(json.dumps(report, default=str))
 def fresh_process(framework: str) -> dict[str, Any]:
     """What a process that imports only this adapter sees, as a benchmark job does: the
     framework modules loaded before and after the import and after one eager call,
-    set_threads(1) before the first op and set_threads(2) after it, and whether jax can still
-    be imported at the end."""
+    set_threads(1) before the first op and set_threads(2) after it, whether the import loaded
+    sklearn, and whether jax and sklearn can still be imported at the end."""
     pytest.importorskip(framework)
     env = os.environ | frameworks.pre_import_env(framework, "cpu") | {"OMP_NUM_THREADS": "1"}
     done = subprocess.run(

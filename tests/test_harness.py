@@ -17,7 +17,7 @@ from fwbench import frameworks
 from fwbench.frameworks.protocols import InferenceAdapter, Runner
 from fwbench.io.cell_file import read_cell
 from fwbench.measure import bench
-from fwbench.measure.harness import time_calls, timing_lock
+from fwbench.measure.harness import calls_per_sample, time_calls, timing_lock
 from fwbench.model.specs import build_spec
 
 import fake_adapter
@@ -37,6 +37,33 @@ def test_first_call_is_timed_apart_from_the_warm_iterations():
     assert timing.first_call_s >= 0.05
     assert timing.latency_s.shape == (7,)
     assert np.all(timing.latency_s < 0.04)
+
+
+def test_a_sample_holds_as_many_calls_as_last_min_sample_s():
+    calls = []
+
+    def call():
+        calls.append(None)
+        time.sleep(0.001)
+
+    timing = time_calls(call, lambda out: None, warmup=3, repeats=4, min_sample_s=0.01)
+    k = timing.calls_per_sample
+    # sleep(0.001) lasts at least 1 ms, so k is at most 10; at least 2 unless it lasts > 5 ms
+    assert 2 <= k <= 10
+    assert len(calls) == 1 + 3 + 4 * k
+    # each sample is its calls' mean: one call's time, not k calls'
+    assert np.all((timing.latency_s >= 0.001) & (timing.latency_s < 0.005))
+
+
+@pytest.mark.parametrize(
+    ("call_s", "min_sample_s", "expected"),
+    [(0.001, 0.02, 20), (0.0015, 0.02, 14), (0.03, 0.02, 1), (0.001, 0.0, 1), (0.0, 0.02, 1)],
+)
+def test_calls_per_sample_is_the_fewest_calls_that_last_min_sample_s(
+    call_s, min_sample_s, expected
+):
+    assert calls_per_sample(call_s, min_sample_s) == expected
+    assert calls_per_sample(float("nan"), 0.02) == 1
 
 
 def test_sync_is_inside_the_clock():

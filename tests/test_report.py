@@ -9,10 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import xarray as xr
 
 from fwbench.analysis.compare import SAME, SLOWER, CompareSettings, compare, write_csv
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.present.report import ReportInputs, render_report, write_report
+from fwbench.present.report_sections import _samples_text
 
 from conftest import REPO
 from synthetic import (
@@ -125,9 +127,22 @@ def test_a_failed_cell_appears_in_the_failed_section_with_its_message(report):
     assert cells[4:] == ["XlaRuntimeError", "RESOURCE_EXHAUSTED: test failure"]
 
 
+def test_the_method_says_how_many_calls_a_sample_holds_among_ok_cells():
+    stats = xr.Dataset(
+        {
+            "status": ("cell", ["ok", "ok", "failed"]),
+            "calls_per_sample": ("cell", [1.0, 250.0, 9999.0]),
+        }
+    )
+    text = _samples_text(stats, {"min_sample_s": 0.02})
+    assert "mean of as many consecutive calls as last 20 ms" in text
+    assert "(1–250 calls per sample across the cells" in text
+
+
 def test_the_method_says_what_ran_compiled_and_names_the_fallback(report):
     method = section(report, "Method")
-    assert "7 untimed warm-up calls, then 12 timed calls" in method
+    assert "7 untimed warm-up calls, then 12 timed samples" in method
+    assert "Each sample is one call, timed alone." in method  # synthetic cells: no blocks
     torch_compiled = row(method, "torch", "compiled")
     assert torch_compiled[2] == "torch compiled (test)"  # the cells' compile_how
     assert torch_compiled[3] == "5 of 6 cells"

@@ -1,7 +1,7 @@
 """What only the TensorFlow adapter has: channels-last inputs, XLA's own confirmation of the
 xla mode, tf.config.run_functions_eagerly, the cuDNN LSTM kept out of XLA, the TF profiler's
 FLOP counts and blind spots, thread settings that only hold before the first op, and an import
-that keeps jax out while leaving it importable.
+that keeps jax and sklearn out while leaving them importable.
 
 What every adapter does is in tests/test_adapter_contract.py.
 """
@@ -109,6 +109,12 @@ def test_counter_flops_refuses_attention_einsums_and_says_why() -> None:
 
 def test_jax_stays_importable_after_the_adapter_import() -> None:
     assert fresh_process("tensorflow")["jax_importable_afterwards"] is True
+
+
+def test_the_import_leaves_sklearn_out_and_importable() -> None:
+    report = fresh_process("tensorflow")
+    assert report["sklearn_loaded_by_import"] is False
+    assert report["sklearn_importable_afterwards"] is True
 
 
 def test_set_threads_applies_tf_threading_before_the_first_op() -> None:

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fwbench.measure.threads import physical_core_order, physical_cores
+import pytest
+
+from fwbench.measure import threads
+from fwbench.measure.threads import physical_core_order, physical_cores, resolve_threads
 
 
 def _topology(root: Path, cpu: int, package: int, core: int) -> None:
@@ -31,3 +34,10 @@ def test_siblings_come_after_one_cpu_of_every_physical_core(tmp_path):
 def test_without_topology_every_cpu_is_its_own_core(tmp_path):
     assert physical_core_order([3, 1, 2], tmp_path) == [1, 2, 3]
     assert physical_cores(tmp_path) >= 1
+
+
+@pytest.mark.parametrize(("cores", "expected"), [(1, 1), (2, 1), (8, 7)])
+def test_auto_leaves_one_core_to_the_os_and_snakemake(monkeypatch, cores, expected):
+    monkeypatch.setattr(threads, "physical_cores", lambda: cores)
+    assert resolve_threads("auto") == expected
+    assert resolve_threads(3) == 3

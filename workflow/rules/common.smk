@@ -326,6 +326,7 @@ def cell_request(wildcards):
         threads=system.threads,
         warmup=bench["warmup"],
         repeats=bench["repeats"],
+        min_sample_s=bench["min_sample_s"],
         busy_threshold_cores=bench["busy_threshold_cores"],
         pressure_threshold=bench["pressure_threshold"],
         retries=bench["retries"],

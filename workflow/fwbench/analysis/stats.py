@@ -66,6 +66,7 @@ CELL_UNITS = {
     "p95_s": "s",
     "median_ci_low_s": "s",
     "median_ci_high_s": "s",
+    "calls_per_sample": "1",
     "first_call_s": "s",
     "compile_overhead_s": "s",
     "null_call_s": "s",
@@ -88,6 +89,7 @@ CELL_UNITS = {
     "cpu_pressure": "1",
 }
 _FROM_CELLS = (
+    "calls_per_sample",
     "first_call_s",
     "null_call_s",
     "flops",

@@ -5,7 +5,10 @@ measurement, and its outcome. A failed cell has the same variables, NaN where no
 measured, and says why in `status`/`error_*` attributes.
 
 Variables (SI units in the `units` attribute):
-  latency_s(repeat)   s      each warm iteration, perf_counter_ns around call + sync
+  latency_s(repeat)   s      each timed sample: perf_counter_ns around calls_per_sample
+                             consecutive calls (each synced), ÷ calls_per_sample
+  calls_per_sample    1      calls in each sample (bench.min_sample_s; schema version 5, older
+                             cells read NaN: one call per sample)
   first_call_s        s      the first call (tracing/compilation + first run), not in latency_s
   null_call_s         s      median of the framework's null call (one elementwise op on a
                              1-element tensor, synced): its dispatch floor; schema version 3
@@ -67,6 +70,7 @@ from fwbench.io.dims import STATUS_OK
 UNITS = {
     "latency_s": "s",
     "first_call_s": "s",
+    "calls_per_sample": "1",
     "null_call_s": "s",
     "flops": "FLOP",
     "bytes": "B",
@@ -81,13 +85,13 @@ UNITS = {
     "cpu_pressure": "1",
 }
 SCALARS = [name for name in UNITS if name != "latency_s"]
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 # Version 1 lacks the contention variables other_cores_probe, other_cores_during, cpu_pressure;
 # versions 1 and 2 lack working_set_bytes and null_call_s (all read as NaN); versions 1 to 3
 # lack the attributes system, cpu_model and gpu_model (the aggregate is told the system; the
 # node's models read as unknown). Cells from before the attribute existed have version 1's
-# layout.
-READABLE = (1, 2, 3, 4)
+# layout. Versions 1 to 4 lack calls_per_sample (one call per sample; read as NaN).
+READABLE = (1, 2, 3, 4, 5)
 UNVERSIONED = 1
 WHAT = "cell file"
 

@@ -61,6 +61,7 @@ class CellRequest:
     compile_options: dict[str, Any] = field(default_factory=dict)  # torch.compile's
     system: str = ""  # the config's name of the kind of node the cell belongs to
     placement: dict[str, Any] = field(default_factory=dict)  # where the system's jobs run
+    min_sample_s: float = 0.0  # a timed sample holds enough calls to last this long
 
     def settings_hash(self) -> str:
         """What determines the cell: every process of a cell has the same hash."""
@@ -106,7 +107,14 @@ def _measure(request: CellRequest, cell: Cell) -> None:
 
     def timed() -> Timing:
         context = runner.timing_context
-        return time_calls(call, runner.sync, request.warmup, request.repeats, context=context)
+        return time_calls(
+            call,
+            runner.sync,
+            request.warmup,
+            request.repeats,
+            request.min_sample_s,
+            context=context,
+        )
 
     thresholds = Thresholds(request.pressure_threshold, request.busy_threshold_cores)
 
@@ -131,6 +139,7 @@ def _measure(request: CellRequest, cell: Cell) -> None:
     cell.latency_s = timing.latency_s
     cell.scalars |= {
         "first_call_s": timing.first_call_s,
+        "calls_per_sample": timing.calls_per_sample,
         "null_call_s": float(np.median(null.latency_s)),
         "counter_flops": np.nan if counter is None else counter,
         "peak_mem_bytes": device_peak if device_peak is not None else peak_rss_bytes(),

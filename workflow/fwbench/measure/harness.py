@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import gc
+import math
 import os
 import resource
 import sys
@@ -45,7 +46,8 @@ def peak_rss_bytes() -> int:
 class Timing:
     first_call_s: float
     warmup_s: float
-    latency_s: np.ndarray
+    latency_s: np.ndarray  # per sample: the mean of calls_per_sample consecutive calls
+    calls_per_sample: int
     busy_cpu_other: float  # the larger of the two other-CPU readings below
     other_cores_probe: float  # others' CPU while this process slept before the loop
     other_cores_during: float  # others' CPU during the warm-up and timed calls
@@ -68,16 +70,32 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
+def calls_per_sample(call_s: float, min_sample_s: float) -> int:
+    """How many consecutive calls one timed sample holds so that it lasts `min_sample_s`:
+    one for calls that long already (or when no length is asked for)."""
+    if min_sample_s <= 0 or not call_s > 0:
+        return 1
+    return max(1, math.ceil(min_sample_s / call_s))
+
+
 def time_calls(
     call: Callable[[], Any],
     sync: Callable[[Any], None],
     warmup: int,
     repeats: int,
+    min_sample_s: float = 0.0,
     quiet_probe_s: float = 0.2,
     context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
 ) -> Timing:
-    """First call (compile + run) timed alone, `warmup` untimed calls, then `repeats` calls
-    each timed with perf_counter_ns around call + sync.
+    """First call (compile + run) timed alone, `warmup` untimed calls, then `repeats` timed
+    samples, each perf_counter_ns around k consecutive calls, each call synced; a sample's
+    latency is its time ÷ k.
+
+    k (calls_per_sample) is the fewest calls that last `min_sample_s` at the warm-up calls'
+    mean (the first call's time without warm-up): a sample of a 30 µs call is then not one
+    timer read beside a scheduler tick, and the spread of the samples is that of the
+    per-call time, not of the clock and interrupts around one call (as timeit and
+    torch.utils.benchmark do).
 
     `context` (the runner's framework context: inference mode, device scope) is entered once
     around all calls, so no timed call pays for entering it; the garbage collector is off
@@ -99,14 +117,17 @@ def time_calls(
             for _ in range(warmup):
                 sync(call())
             warmup_s = time.perf_counter() - warmup_start
+            calls = calls_per_sample(warmup_s / warmup if warmup else first_call_s, min_sample_s)
             for i in range(repeats):
                 start = time.perf_counter_ns()
-                sync(call())
+                for _ in range(calls):
+                    sync(call())
                 latency_ns[i] = time.perf_counter_ns() - start
     return Timing(
         first_call_s=first_call_s,
         warmup_s=warmup_s,
-        latency_s=latency_ns * 1e-9,
+        latency_s=latency_ns * 1e-9 / calls,
+        calls_per_sample=calls,
         busy_cpu_other=float(np.nanmax([probe.cores, during.cores])),
         other_cores_probe=probe.cores,
         other_cores_during=during.cores,

@@ -48,11 +48,19 @@ def physical_cores(root: Path = SYSFS_CPU) -> int:
     return len({_physical_core(cpu, root) for cpu in os.sched_getaffinity(0)})
 
 
+# Cores `threads: auto` leaves to the OS and the workflow's own processes (Snakemake, the
+# job's watchdog). A framework's parallel op runs at the pace of its slowest thread: on a
+# 2-core machine, timing on both cores gave a CV of 5-17% where one core gave 1-3%
+# (docs/architecture.md, "Measuring right").
+RESERVED_CORES = 1
+
+
 def resolve_threads(threads: int | str) -> int:
-    """`auto`: one thread per physical core of the affinity mask (SMT siblings share a core's
-    FMA units and caches, so a second thread on one core adds noise, not throughput)."""
+    """`auto`: one thread per physical core of the affinity mask but RESERVED_CORES, at least
+    one (SMT siblings share a core's FMA units and caches, so a second thread on one core
+    adds noise, not throughput)."""
     if threads == "auto":
-        return physical_cores()
+        return max(1, physical_cores() - RESERVED_CORES)
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ValueError(f"threads must be a positive integer or 'auto', got {threads!r}")
     return threads

@@ -56,6 +56,29 @@ def header_section(stats: xr.Dataset, hardware: HardwareSummary | None) -> str:
     )
 
 
+def _samples_text(stats: xr.Dataset, settings: Mapping[str, Any]) -> str:
+    """What one timed sample is: one call, or the mean of several consecutive calls."""
+    calls = np.array([])
+    if "calls_per_sample" in stats:
+        calls = stats["calls_per_sample"].where(stats["status"] == STATUS_OK).values
+        calls = calls[np.isfinite(calls)]
+    if calls.size == 0 or calls.max() <= 1:
+        return "Each sample is one call, timed alone."
+    span = (
+        f"{int(calls.min())}"
+        if calls.min() == calls.max()
+        else (f"{int(calls.min())}–{int(calls.max())}")
+    )
+    minimum = settings.get("min_sample_s", MISSING)
+    minimum = f"{1e3 * minimum:g} ms" if isinstance(minimum, int | float) else minimum
+    return (
+        f"Each sample is the mean of as many consecutive calls as last {minimum} at the "
+        f"warm-up calls' pace ({span} calls per sample across the cells; one where a call "
+        "lasts that long): σ, CV and the CIs are over these samples, the spread of a "
+        "cell's per-call time, not of single calls."
+    )
+
+
 def method_section(stats: xr.Dataset, bench: xr.Dataset | None, settings: Mapping[str, Any]) -> str:
     attrs = stats.attrs
     thread_count = _thread_counts(attrs.get("threads", ""))
@@ -97,8 +120,10 @@ def method_section(stats: xr.Dataset, bench: xr.Dataset | None, settings: Mappin
         "## Method\n\n"
         f"- Each cell (framework × mode × architecture × batch) runs in its own process, one "
         f"timing job at a time on the host, with {thread_count} thread(s) for every framework.\n"
-        f"- {warmup} untimed warm-up calls, then {repeats} timed calls, each synchronized "
-        "before the clock stops; the first call (tracing/compilation) is timed apart.\n"
+        f"- {warmup} untimed warm-up calls, then {repeats} timed samples. "
+        + _samples_text(stats, settings)
+        + " Every call is synchronized before the next starts; the first call "
+        "(tracing/compilation) is timed apart.\n"
         f"- Statistics: median with a {fixed(attrs.get('stats_confidence', math.nan), 100, 0)}% "
         f"percentile-bootstrap CI ({attrs.get('stats_bootstrap_resamples', MISSING)} "
         f"resamples; {attrs.get('median_ci_level', 'over the timings of one process')}). "

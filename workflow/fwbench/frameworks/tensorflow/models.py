@@ -24,29 +24,34 @@ from fwbench.model.specs import ArchSpec, CNNSpec, MLPSpec, RecurrentSpec, Trans
 from fwbench.model.weights import Weights
 
 
-def _import_tensorflow_without_jax() -> tuple[ModuleType, ModuleType]:
-    """Import tensorflow and keras while `import jax` fails.
+# Packages TF and keras import when installed, for features we never use; each is blocked
+# while TF is imported and importable again afterwards.
+# - jax: TF imports `jax.jit` (tensorflow/lite/python/util.py, for converting JAX models to
+#   TFLite): about +100 MiB peak RSS and +1.5 s import here.
+# - sklearn: keras imports it for its scikit-learn estimator wrappers (keras.src.wrappers,
+#   which fall back to stubs without it): +0.9 s of the 4.9 s import here. Training loads
+#   its digits dataset with sklearn later, which still works.
+UNUSED_BY_TF = ("jax", "sklearn")
 
-    TF imports `jax.jit` whenever jax is installed (tensorflow/lite/python/util.py, for
-    converting JAX models to TFLite, which we never do), so in an environment holding both
-    every TF job would load jax too: about +100 MiB peak RSS and +1.5 s import here. The
-    block lasts only for this import: jax stays importable afterwards.
-    """
-    block = "jax" not in sys.modules
-    if block:
-        sys.modules["jax"] = None  # type: ignore[assignment]  # makes `import jax` raise
+
+def _import_tensorflow_without_unused() -> tuple[ModuleType, ModuleType]:
+    """Import tensorflow and keras while importing any of UNUSED_BY_TF fails."""
+    blocked = [name for name in UNUSED_BY_TF if name not in sys.modules]
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]  # makes `import name` raise
     try:
         import keras
         import tensorflow
     finally:
-        if block and sys.modules.get("jax", ...) is None:
-            del sys.modules["jax"]
+        for name in blocked:
+            if sys.modules.get(name, ...) is None:
+                del sys.modules[name]
     return tensorflow, keras
 
 
 # The package's other modules (infer, train, hardware) take `tf` and `keras` from here, so the
 # block above covers the first import of TensorFlow whichever of them is imported first.
-tf, keras = _import_tensorflow_without_jax()
+tf, keras = _import_tensorflow_without_unused()
 
 
 def _dense_stack(x: keras.KerasTensor, widths: list[int]) -> keras.KerasTensor:
