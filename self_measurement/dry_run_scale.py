@@ -8,9 +8,11 @@ The sweep is the default config with enough batch sizes to reach --cells cells, 
 profiles/slurm). Each repeat is a fresh `snakemake -n --quiet` in an empty directory: parsing,
 building the DAG and deciding every job, the cost a user pays before a sweep starts (printing
 20,000 job descriptions, without --quiet, costs more again). One more, untimed run with the
-job-stats table counts the jobs. --floor times a workflow of as many trivial jobs (one
-wildcard, no params, log or priority): Snakemake's own cost on this machine. Keep the machine
-otherwise idle.
+job-stats table counts the jobs. Two floors, Snakemake's own cost on this machine for as many
+jobs: --floor times trivial jobs (one wildcard, no params, log or priority); --layout-floor
+times jobs with the bench rule's output and log paths (the six wildcards of
+results/cells/<system>/<framework>/<version>/<mode>/<arch>/b<batch>) and nothing else: no
+params, priority, threads, resources or wildcard constraints. Keep the machine otherwise idle.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 VARIANTS_PER_ARCH = 7  # torch 2 + jax 2 + tensorflow 3 modes in the default config
-ARCHS = 5
+LAYOUT_ARCHS = ("mlp", "cnn", "rnn", "lstm", "transformer")
+ARCHS = len(LAYOUT_ARCHS)
 
 
 def sweep_config(cells: int, systems: int, slurm: bool) -> dict:
@@ -52,6 +55,35 @@ rule one:
 """
 
 
+LAYOUT_FLOOR = """CELLS = {cells!r}
+rule all:
+    input: CELLS
+
+rule bench:
+    output: "results/cells/{{system}}/{{framework}}/{{version}}/{{mode}}/{{arch}}/b{{batch}}.nc"
+    log: "results/logs/bench/{{system}}/{{framework}}/{{version}}/{{mode}}/{{arch}}/b{{batch}}.log"
+    shell: "touch {{output}}"
+"""
+LAYOUT_MODES = {
+    "torch": ("2.13.0", ["eager", "compiled"]),
+    "jax": ("0.10.2", ["eager", "jit"]),
+    "tensorflow": ("2.21.0", ["eager", "function", "xla"]),
+}
+
+
+def layout_floor(settings: dict) -> str:
+    """A Snakefile of the sweep's cell files with the bench rule's paths and nothing else."""
+    cells = [
+        f"results/cells/{system}/{fw}/{version}/{mode}/{arch}/b{batch}.nc"
+        for system in settings["systems"]
+        for fw, (version, modes) in LAYOUT_MODES.items()
+        for mode in modes
+        for arch in LAYOUT_ARCHS
+        for batch in settings["batch_sizes"]
+    ]
+    return LAYOUT_FLOOR.format(cells=cells)
+
+
 def dry_run(command: list[str], workdir: Path) -> tuple[float, str]:
     command = [sys.executable, "-m", "snakemake", "-d", str(workdir), "-n", *command]
     start = time.perf_counter()
@@ -70,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--snakefile", type=Path, default=REPO / "Snakefile")
     parser.add_argument("--slurm", action="store_true", help="SLURM systems, slurm profile")
     parser.add_argument("--floor", action="store_true", help="time trivial jobs instead")
+    parser.add_argument(
+        "--layout-floor", action="store_true", help="time jobs with only the cell paths instead"
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="fwbench-dry-run-") as scratch:
         config = Path(scratch) / "sweep.yaml"
@@ -79,9 +114,11 @@ def main(argv: list[str] | None = None) -> int:
         command = ["-s", str(args.snakefile), "--configfile", str(config)]
         if args.slurm:
             command += ["--profile", str(REPO / "profiles/slurm")]
-        if args.floor:
+        if args.floor or args.layout_floor:
             floor = Path(scratch) / "Snakefile"
-            floor.write_text(FLOOR.format(jobs=cells))
+            floor.write_text(
+                layout_floor(settings) if args.layout_floor else FLOOR.format(jobs=cells)
+            )
             command = ["-s", str(floor), "-c", "1"]
         times = []
         for repeat in range(args.repeats):
@@ -90,7 +127,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"repeat {repeat}: {elapsed:.2f} s", flush=True)
         _, stdout = dry_run([*command, "--quiet", "rules"], Path(scratch) / "count")
         totals = re.findall(r"^total\s+(\d+)$", stdout, flags=re.M)
-    what = "trivial jobs (the floor)" if args.floor else f"cells on {args.systems} system(s)"
+    what = (
+        "trivial jobs (the floor)"
+        if args.floor
+        else "jobs with the cell paths alone (the layout floor)"
+        if args.layout_floor
+        else f"cells on {args.systems} system(s)"
+    )
     print(
         f"{cells} {what}, {totals[-1] if totals else '?'} jobs planned: median "
         f"{statistics.median(times):.2f} s (min {min(times):.2f}, max {max(times):.2f})"

@@ -28,6 +28,11 @@ PARTS = ("import_s", "build_s", "first_call_s", "warmup_s", "timed_s", "other_s"
 TRAIN_PARTS = ("setup_s", "epochs_s", "eval_s", "other_s")
 
 
+def _calls_per_sample(ds) -> float:
+    calls = float(ds["calls_per_sample"]) if "calls_per_sample" in ds else 1.0
+    return calls if calls == calls else 1.0
+
+
 def cell_parts(path: Path) -> tuple[str, dict[str, float]]:
     ds = read_cell(path)
     a = ds.attrs
@@ -37,7 +42,8 @@ def cell_parts(path: Path) -> tuple[str, dict[str, float]]:
         "build_s": float(a.get("build_s", 0.0)),
         "first_call_s": float(ds["first_call_s"]),
         "warmup_s": float(a.get("warmup_s", 0.0)),
-        "timed_s": float(ds["latency_s"].sum()),
+        # a sample is the mean of calls_per_sample calls (absent in cells before it: one)
+        "timed_s": float(ds["latency_s"].sum()) * _calls_per_sample(ds),
     }
     parts = {k: (v if v == v else 0.0) for k, v in parts.items()}  # NaN (failed) → 0
     parts["other_s"] = window - sum(parts.values())

@@ -64,18 +64,15 @@ def _samples_text(stats: xr.Dataset, settings: Mapping[str, Any]) -> str:
         calls = calls[np.isfinite(calls)]
     if calls.size == 0 or calls.max() <= 1:
         return "Each sample is one call, timed alone."
-    span = (
-        f"{int(calls.min())}"
-        if calls.min() == calls.max()
-        else (f"{int(calls.min())}–{int(calls.max())}")
-    )
+    low, high = int(calls.min()), int(calls.max())
+    span = f"{low}" if low == high else f"{low}–{high}"
     minimum = settings.get("min_sample_s", MISSING)
     minimum = f"{1e3 * minimum:g} ms" if isinstance(minimum, int | float) else minimum
     return (
         f"Each sample is the mean of as many consecutive calls as last {minimum} at the "
         f"warm-up calls' pace ({span} calls per sample across the cells; one where a call "
-        "lasts that long): σ, CV and the CIs are over these samples, the spread of a "
-        "cell's per-call time, not of single calls."
+        "lasts that long): σ, CV and the CIs are over these samples, so they are the "
+        "spread of a mean over a sample's calls, not of single calls."
     )
 
 

@@ -23,7 +23,6 @@ import numpy as np
 from fwbench.model.specs import ArchSpec, CNNSpec, MLPSpec, RecurrentSpec, TransformerSpec
 from fwbench.model.weights import Weights
 
-
 # Packages TF and keras import when installed, for features we never use; each is blocked
 # while TF is imported and importable again afterwards.
 # - jax: TF imports `jax.jit` (tensorflow/lite/python/util.py, for converting JAX models to
