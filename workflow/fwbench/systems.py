@@ -62,7 +62,8 @@ class System:
         if self.slurm is not None:
             where = ", ".join(f"{key}={value}" for key, value in self.resources().items())
             where = f"SLURM ({where or 'the profile defaults'})"
-        return f"{self.device}, {self.threads} threads, on {where}"
+        threads = f"{self.threads} thread{'' if self.threads == 1 else 's'}"
+        return f"{self.device}, {threads}, on {where}"
 
 
 def parse_systems(
