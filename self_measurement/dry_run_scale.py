@@ -30,13 +30,13 @@ from pathlib import Path
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
-VARIANTS_PER_ARCH = 7  # torch 2 + jax 2 + tensorflow 3 modes in the default config
-LAYOUT_ARCHS = ("mlp", "cnn", "rnn", "lstm", "transformer")
-ARCHS = len(LAYOUT_ARCHS)
+DEFAULT = yaml.safe_load((REPO / "config/config.yaml").read_text())
+MODES, ARCHS = DEFAULT["modes"], DEFAULT["architectures"]
+VARIANTS_PER_ARCH = sum(len(modes) for modes in MODES.values())
 
 
 def sweep_config(cells: int, systems: int, slurm: bool) -> dict:
-    batches = math.ceil(cells / (systems * VARIANTS_PER_ARCH * ARCHS))
+    batches = math.ceil(cells / (systems * VARIANTS_PER_ARCH * len(ARCHS)))
     named = {}
     for index in range(systems):
         entry: dict = {"threads": 2}
@@ -64,21 +64,17 @@ rule bench:
     log: "results/logs/bench/{{system}}/{{framework}}/{{version}}/{{mode}}/{{arch}}/b{{batch}}.log"
     shell: "touch {{output}}"
 """
-LAYOUT_MODES = {
-    "torch": ("2.13.0", ["eager", "compiled"]),
-    "jax": ("0.10.2", ["eager", "jit"]),
-    "tensorflow": ("2.21.0", ["eager", "function", "xla"]),
-}
+LAYOUT_VERSION = "1.0.0"  # the path needs a version; Snakemake's cost does not depend on it
 
 
 def layout_floor(settings: dict) -> str:
     """A Snakefile of the sweep's cell files with the bench rule's paths and nothing else."""
     cells = [
-        f"results/cells/{system}/{fw}/{version}/{mode}/{arch}/b{batch}.nc"
+        f"results/cells/{system}/{fw}/{LAYOUT_VERSION}/{mode}/{arch}/b{batch}.nc"
         for system in settings["systems"]
-        for fw, (version, modes) in LAYOUT_MODES.items()
+        for fw, modes in MODES.items()
         for mode in modes
-        for arch in LAYOUT_ARCHS
+        for arch in ARCHS
         for batch in settings["batch_sizes"]
     ]
     return LAYOUT_FLOOR.format(cells=cells)
@@ -110,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         config = Path(scratch) / "sweep.yaml"
         settings = sweep_config(args.cells, args.systems, args.slurm)
         config.write_text(yaml.safe_dump(settings))
-        cells = args.systems * VARIANTS_PER_ARCH * ARCHS * len(settings["batch_sizes"])
+        cells = args.systems * VARIANTS_PER_ARCH * len(ARCHS) * len(settings["batch_sizes"])
         command = ["-s", str(args.snakefile), "--configfile", str(config)]
         if args.slurm:
             command += ["--profile", str(REPO / "profiles/slurm")]

@@ -33,10 +33,17 @@ def _calls_per_sample(ds) -> float:
     return calls if calls == calls else 1.0
 
 
+def _split_window(parts: dict[str, float], attrs) -> dict[str, float]:
+    """The named parts (NaN, of a failed job, as 0), `other_s` (the rest of the job's window
+    start_ns..end_ns) and `window_s`."""
+    window = (attrs["end_ns"] - attrs["start_ns"]) * 1e-9
+    parts = {k: (v if v == v else 0.0) for k, v in parts.items()}
+    return parts | {"other_s": window - sum(parts.values()), "window_s": window}
+
+
 def cell_parts(path: Path) -> tuple[str, dict[str, float]]:
     ds = read_cell(path)
     a = ds.attrs
-    window = (a["end_ns"] - a["start_ns"]) * 1e-9
     parts = {
         "import_s": float(a.get("import_s", 0.0)),
         "build_s": float(a.get("build_s", 0.0)),
@@ -45,22 +52,17 @@ def cell_parts(path: Path) -> tuple[str, dict[str, float]]:
         # a sample is the mean of calls_per_sample calls (absent in cells before it: one)
         "timed_s": float(ds["latency_s"].sum()) * _calls_per_sample(ds),
     }
-    parts = {k: (v if v == v else 0.0) for k, v in parts.items()}  # NaN (failed) → 0
-    parts["other_s"] = window - sum(parts.values())
-    return a["framework"], parts | {"window_s": window}
+    return a["framework"], _split_window(parts, a)
 
 
 def run_parts(path: Path) -> dict[str, float]:
     ds = read_run(path)
-    window = (ds.attrs["end_ns"] - ds.attrs["start_ns"]) * 1e-9
     parts = {
         "setup_s": float(ds["setup_time_s"]),
         "epochs_s": float(ds["epoch_time_s"].sum()),  # NaN epochs (failed) sum as 0
         "eval_s": float(ds["eval_time_s"].sum()),
     }
-    parts = {k: (v if v == v else 0.0) for k, v in parts.items()}
-    parts["other_s"] = window - sum(parts.values())
-    return parts | {"window_s": window}
+    return _split_window(parts, ds.attrs)
 
 
 def train_totals(workdir: Path) -> tuple[int, dict[str, float]]:
