@@ -513,6 +513,20 @@ def _start_script(output: Path, lock: Path, log: Path, frameworks: list[str]) ->
     return subprocess.Popen([sys.executable, "-c", code])
 
 
+def _wait_until_blocked_on(lock: Path, job: subprocess.Popen, timeout_s: float = 120) -> None:
+    """Return once something (only `job` here) waits for the flock on `lock`: Linux lists a
+    blocked waiter in /proc/locks with '->' before its entry, naming the file's inode."""
+    inode = f":{lock.stat().st_ino} "
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        assert job.poll() is None, f"the script exited with {job.returncode} before taking the lock"
+        waiters = [line for line in Path("/proc/locks").read_text().splitlines() if "->" in line]
+        if any(inode in line for line in waiters):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the script did not wait for {lock} within {timeout_s} s")
+
+
 @pytest.mark.slow
 def test_the_script_waits_for_the_lock_and_writes_a_json_with_every_field(tmp_path):
     output, lock, log = tmp_path / "hw" / "host-cpu.json", tmp_path / "lock", tmp_path / "hw.log"
@@ -521,7 +535,8 @@ def test_the_script_waits_for_the_lock_and_writes_a_json_with_every_field(tmp_pa
     fcntl.flock(holder, fcntl.LOCK_EX)
     job = _start_script(output, lock, log, frameworks)
     try:
-        time.sleep(1.5)
+        _wait_until_blocked_on(lock, job)  # not a fixed sleep: imports vary by machine
+        time.sleep(1.0)
         assert job.poll() is None and not output.exists(), "ran while the lock was held elsewhere"
     finally:
         fcntl.flock(holder, fcntl.LOCK_UN)
