@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import os
 import subprocess
 import sys
 import textwrap
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -64,6 +66,14 @@ def test_calls_per_sample_is_the_fewest_calls_that_last_min_sample_s(
 ):
     assert calls_per_sample(call_s, min_sample_s) == expected
     assert calls_per_sample(float("nan"), 0.02) == 1
+
+
+def test_windows_too_short_to_meter_leave_busy_cpu_other_nan_without_a_warning():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        timing = time_calls(lambda: None, lambda out: None, warmup=0, repeats=3, quiet_probe_s=0)
+    assert math.isnan(timing.other_cores_probe) and math.isnan(timing.other_cores_during)
+    assert math.isnan(timing.busy_cpu_other)
 
 
 def test_sync_is_inside_the_clock():
