@@ -65,7 +65,7 @@ def run_parts(path: Path) -> dict[str, float]:
     return _split_window(parts, ds.attrs)
 
 
-def train_totals(workdir: Path) -> tuple[int, dict[str, float]]:
+def train_totals(workdir: Path) -> dict[str, float]:
     runs = sorted((workdir / "results/train").rglob("*.nc"))
     totals: dict[str, float] = defaultdict(float)
     for path in runs:
@@ -80,7 +80,7 @@ def train_totals(workdir: Path) -> tuple[int, dict[str, float]]:
             f"{'all':<11}{len(runs):>6}"
             + "".join(f"{totals[p]:>14.1f}" for p in (*TRAIN_PARTS, "window_s"))
         )
-    return len(runs), totals
+    return totals
 
 
 def log_span_s(log: Path) -> float:
@@ -114,7 +114,7 @@ def main() -> int:
     for framework, parts in totals.items():
         row = "".join(f"{parts[p]:>14.1f}" for p in (*PARTS, "window_s"))
         print(f"{framework:<11}{counts[framework]:>6}{row}")
-    _, train = train_totals(args.workdir)
+    train = train_totals(args.workdir)
     logs = sorted((args.workdir / ".snakemake/log").glob("*.snakemake.log"))
     log = args.log or (logs[-1] if logs else None)
     if log is None:

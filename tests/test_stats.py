@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from fwbench.analysis.aggregate import aggregate_cells
-from fwbench.analysis.by_system import select_system, summarize_systems
+from fwbench.analysis.aggregate import aggregate_cells, one_system
+from fwbench.analysis.by_system import summarize_systems
 from fwbench.analysis.estimators import (
     break_even_iterations,
     describe,
@@ -409,7 +409,7 @@ def test_the_rule_script_writes_every_output(tmp_path):
     assert len(csv) == 4 and set(csv["status"]) == {"ok", "failed"}
     assert set(csv["system"]) == {"local"}
     with xr.open_dataset(outputs["nc"]) as stats:
-        one = select_system(stats, "local")
+        one = one_system(stats, "local")
         assert one.attrs["stats_seed"] == 3 and one.attrs["roofline_bandwidth_Bps"] == 2.9e10
         fastest_us = one["median_s"].sel(framework="torch", mode="compiled").item() * 1e6
     (mlp_row,) = [row for row in tables["latency"].read_text().splitlines() if "| mlp |" in row]
@@ -445,8 +445,8 @@ def test_each_system_is_held_against_its_own_hardware_file(tmp_path):
     # The fast system's cells ran on another CPU than its hardware file measured.
     assert "node_mismatch" not in cells["flags"].sel(system="slow").item()
     assert "node_mismatch" in cells["flags"].sel(system="fast").item()
-    assert select_system(stats, "fast").attrs["roofline_peak_flops_per_s"] == 4e9
-    assert select_system(stats, "slow").attrs["roofline_peak_flops_per_s"] == 4e11
+    assert one_system(stats, "fast").attrs["roofline_peak_flops_per_s"] == 4e9
+    assert one_system(stats, "slow").attrs["roofline_peak_flops_per_s"] == 4e11
     with pytest.raises(ValueError, match="no hardware limits for the system"):
         summarize_systems(bench, {"slow": slow}, SETTINGS)
 

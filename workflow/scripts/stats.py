@@ -10,7 +10,8 @@ params: stats (the config's stats section), seed, systems
 
 import logging
 
-from fwbench.analysis.by_system import select_system, summarize_systems
+from fwbench.analysis.aggregate import one_system
+from fwbench.analysis.by_system import summarize_systems
 from fwbench.analysis.roofline import read_hardware_limits
 from fwbench.analysis.stats import StatsSettings, write_outputs
 from fwbench.io.common import read_netcdf
@@ -30,6 +31,6 @@ with job_log(sm.log[0]):
     write_outputs(summary, sm.output.nc, sm.output.csv)
     for index, system in enumerate(systems):
         paths = {name: sm.output[name][index] for name in TABLES}
-        write_tables(select_system(summary, system), paths)
+        write_tables(one_system(summary, system), paths)
         logging.info("%s: roofline %s", system, limits[system].describe())
     logging.info("statistics of %d systems", len(systems))

@@ -236,13 +236,18 @@ def aggregate_cells(
     return ds
 
 
+def systems_of(ds: xr.Dataset) -> list[str]:
+    """The systems of the aggregate or of stats.nc; none in one without a system dimension."""
+    return [str(name) for name in ds[SYSTEM].values] if SYSTEM in ds.dims else []
+
+
 def one_system(ds: xr.Dataset, name: str | None = None) -> xr.Dataset:
     """One system's part of the aggregate or of stats.nc (the only system when `name` is
     None), without the system dimension and with that system's own attributes
     (SYSTEM_ATTRS) over the file's."""
     if SYSTEM not in ds.dims:
         return ds
-    names = [str(value) for value in ds[SYSTEM].values]
+    names = systems_of(ds)
     if name is None:
         if len(names) != 1:
             raise ValueError(f"{len(names)} systems: name the one to take")

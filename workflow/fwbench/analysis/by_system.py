@@ -3,8 +3,8 @@
 
 Attributes that every system's summary shares stay attributes of stats.nc; the rest (the
 roofline, the host, the number of processes ...) differ per system and are kept per system in
-`system_attrs`. `select_system` gives one system's statistics back with its own attributes,
-the layout the tables, figures and report read.
+`system_attrs`. `aggregate.one_system` gives one system's statistics back with its own
+attributes, the layout the tables, figures and report read.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def summarize_systems(
     """stats.nc for every system of the aggregate, each against its own hardware limits,
     stacked along `system`. The attributes are the aggregate's (its provenance over every
     system) and the statistics settings, the same keys whatever the values; each system's own
-    attributes are in `system_attrs` (`select_system` puts them back)."""
+    attributes are in `system_attrs` (`one_system` puts them back)."""
     names = [str(name) for name in bench[SYSTEM].values]
     missing = [name for name in names if name not in limits]
     if missing:
@@ -57,12 +57,3 @@ def summarize_systems(
 
 def _plain(value: Any) -> Any:
     return value.item() if isinstance(value, np.generic) else str(value)
-
-
-def systems_of(stats: xr.Dataset) -> list[str]:
-    return [str(name) for name in stats[SYSTEM].values] if SYSTEM in stats.dims else []
-
-
-def select_system(stats: xr.Dataset, name: str) -> xr.Dataset:
-    """One system's statistics, with the attributes its own summary had."""
-    return one_system(stats, name)

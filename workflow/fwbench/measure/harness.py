@@ -128,9 +128,7 @@ def time_calls(
         warmup_s=warmup_s,
         latency_s=latency_ns * 1e-9 / calls,
         calls_per_sample=calls,
-        busy_cpu_other=max(
-            (x for x in (probe.cores, during.cores) if not math.isnan(x)), default=math.nan
-        ),
+        busy_cpu_other=float(np.fmax(probe.cores, during.cores)),  # NaN only where both are
         other_cores_probe=probe.cores,
         other_cores_during=during.cores,
         cpu_pressure=pressure.share,

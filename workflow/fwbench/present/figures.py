@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 import xarray as xr
 from matplotlib.figure import Figure
 
-from fwbench.analysis.by_system import select_system
+from fwbench.analysis.aggregate import one_system
 from fwbench.io.common import read_netcdf
 from fwbench.present.figure_data import FigureInputs
 from fwbench.present.hardware_summary import read_hardware_summary
@@ -68,7 +68,7 @@ def draw_requested(
             raise ValueError(f"figures {names} need the stats file (input 'stats')")
         all_stats = read_netcdf(stats)
     if any(name in INFERENCE_FIGURES for name in names):
-        one = select_system(all_stats, system) if system else all_stats
+        one = one_system(all_stats, system) if system else all_stats
         inputs = FigureInputs(one, read_hardware_summary(hardware), table_batch, cv_threshold_pct)
     train = None
     if any(name in TRAINING_FIGURES for name in names):

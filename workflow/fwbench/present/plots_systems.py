@@ -15,8 +15,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from fwbench.analysis.aggregate import SYSTEM, SYSTEM_ATTRS
-from fwbench.analysis.by_system import systems_of
+from fwbench.analysis.aggregate import SYSTEM, SYSTEM_ATTRS, systems_of
 from fwbench.io.dims import STATUS_OK
 from fwbench.present.figure_data import FigureInputs, variants
 from fwbench.present.style import add_note, group_offsets, new_figure, plain_log_ticks

@@ -21,8 +21,7 @@ from typing import Any
 import pandas as pd
 import xarray as xr
 
-from fwbench.analysis.aggregate import one_system
-from fwbench.analysis.by_system import select_system, systems_of
+from fwbench.analysis.aggregate import one_system, systems_of
 from fwbench.analysis.processes import pool
 from fwbench.io.atomic import write_text
 from fwbench.io.common import read_netcdf
@@ -176,7 +175,7 @@ def render_report(inputs: ReportInputs, report_path: PathLike) -> str:
         for name in names:
             one_bench = one_system(bench, name) if bench is not None else None
             parts = system_part(
-                inputs, select_system(stats, name), one_bench, hardware[name], name, report_dir
+                inputs, one_system(stats, name), one_bench, hardware[name], name, report_dir
             )
             described = inputs.systems.get(name, "")
             heading = f"# System `{name}`" + (f": {described}" if described else "") + "\n"

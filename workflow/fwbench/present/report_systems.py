@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from fwbench.analysis.by_system import select_system, systems_of
+from fwbench.analysis.aggregate import one_system, systems_of
 from fwbench.analysis.flags import FLAG_NODE_MISMATCH
 from fwbench.analysis.processes import NODE_SEPARATOR
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
@@ -56,7 +56,7 @@ def systems_section(
     cells ran on, its peak and DRAM bandwidth, and its cells' outcome."""
     rows = []
     for name in systems_of(stats):
-        one = select_system(stats, name)
+        one = one_system(stats, name)
         summary = hardware.get(name)
         node = json.loads(one.attrs.get("roofline_node", "{}") or "{}")
         hosts = _hosts(bench, name)
