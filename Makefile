@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CORES ?= 8
+# More snakemake arguments for `make run`, e.g. RUN_ARGS="--configfile config/test.yaml".
+RUN_ARGS ?=
 
 .PHONY: setup run test lint format clean-venv
 
@@ -17,8 +19,10 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
+# A lock left by a sweep killed outright is cleared first, only when no live Snakemake holds it.
 run: setup
-	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/python -m fwbench.io.stale_lock $(RUN_ARGS)
+	$(BIN)/snakemake --cores $(CORES) $(RUN_ARGS)
 
 lint: setup
 	$(BIN)/ruff check .

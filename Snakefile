@@ -23,6 +23,10 @@ include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 
 
+onstart:
+    drop_default_rate_limiter(workflow)  # workarounds.smk says why
+
+
 # Cheap rules run where Snakemake runs, never as cluster jobs.
 localrules:
     merge_checks,

@@ -17,13 +17,13 @@ import sys
 import numpy as np
 
 from fwbench.analysis.estimators import hierarchical_median_ci, median_ci
-from fwbench.io.common import read_netcdf
+from fwbench.io.bench_file import read_bench
 from fwbench.io.dims import CELL_DIMS, STATUS_OK
 from fwbench.rng import seeded_rng
 
 
 def cell_rows(path: str, confidence: float, resamples: int) -> list[dict]:
-    bench = read_netcdf(path)
+    bench = read_bench(path)
     if bench.sizes.get("process", 1) < 2:
         raise SystemExit(f"{path} has {bench.sizes.get('process', 1)} process: nothing to compare")
     # Every cell position: the system too, where the aggregate has systems.

@@ -27,10 +27,12 @@ from typing import Any
 
 from stream_ratio import build_reference, c_triad  # the sibling script (its folder is on sys.path)
 
-from fwbench.hardware import identity, levels, stream, workers
+from fwbench.hardware import workers
+from fwbench.host import identity
+from fwbench.host.harness import timing_lock
+from fwbench.host.threads import affinity_cores, setup_threads
 from fwbench.io.hardware_file import lookup, read_hardware
-from fwbench.measure.harness import timing_lock
-from fwbench.measure.threads import affinity_cores, setup_threads
+from fwbench.memory import levels, stream
 
 FRAMEWORKS = ("torch", "jax", "tensorflow", "numpy")
 DTYPES = ("float32", "bfloat16")

@@ -18,9 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fwbench.hardware import characterize, identity, stream, workers
-from fwbench.measure.harness import timing_lock
-from fwbench.measure.threads import affinity_cores, setup_threads
+from fwbench.hardware import characterize, workers
+from fwbench.host import identity
+from fwbench.host.harness import timing_lock
+from fwbench.host.threads import affinity_cores, setup_threads
+from fwbench.memory import stream
 
 HERE = Path(__file__).resolve().parent
 REFERENCE = HERE / "stream_reference"

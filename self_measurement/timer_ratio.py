@@ -1,7 +1,7 @@
 """fwbench's harness vs torch.utils.benchmark.Timer on the same torch model and threads.
 
 Builds one cell's model with the torch adapter, times it with
-fwbench.measure.harness.time_calls (what a `bench` job does) and with
+fwbench.host.harness.time_calls (what a `bench` job does) and with
 torch.utils.benchmark.Timer.blocked_autorange, alternating the two for several rounds, and
 prints both medians and their ratio (goal: 1.00 ± 0.05).
 
@@ -15,8 +15,8 @@ import statistics
 import sys
 
 from fwbench import frameworks
-from fwbench.measure.harness import time_calls, timing_lock
-from fwbench.measure.threads import setup_threads
+from fwbench.host.harness import time_calls, timing_lock
+from fwbench.host.threads import setup_threads
 from fwbench.model.specs import ARCHITECTURES, build_spec
 from fwbench.model.weights import make_input, make_weights
 

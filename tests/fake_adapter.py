@@ -5,13 +5,16 @@ or tensorflow (and is imported, in a subprocess too, where a test module must no
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 
 import numpy as np
 
 from fwbench.frameworks.protocols import CompileInfo, NullCall
-from fwbench.measure import bench
 from fwbench.model.reference import forward
+from fwbench.plan.request import DEFAULT_LOCK
+
+from plans import plan_of
 
 BUILD_DELAY_S = 0.0
 FAIL_IN_BUILD: Exception | None = None
@@ -68,23 +71,30 @@ def null_call(device):
 COUNTER_SCOPE = "matmul"
 
 
-def request(**changes) -> bench.CellRequest:
-    """A small torch-named cell (the fake stands in for torch) with `changes` applied."""
-    fields = dict(
-        framework="torch",
-        mode="eager",
-        arch="mlp",
-        batch=2,
-        dims={"input": 8, "hidden": [4], "classes": 3},
-        seed=0,
-        device="cpu",
-        threads=1,
-        warmup=1,
-        repeats=4,
-        busy_threshold_cores=1e9,
-        pressure_threshold=1e9,
-        retries=0,
-        timeout_s=60,
-        versions={"torch": "0.0-fake"},
-    )
-    return bench.CellRequest(**(fields | changes))
+FAKE_CELL = dict(
+    system="local", framework="torch", version="0.0-fake", mode="eager", arch="mlp", batch=2
+)
+FAKE_CONFIG = {
+    "frameworks": ["torch"],
+    "modes": {"torch": ["eager"]},
+    "architectures": ["mlp"],
+    "dims": {"mlp": {"input": 8, "hidden": [4], "classes": 3}},
+    "batch_sizes": [2],
+    "threads": 1,
+    "bench": {
+        "warmup": 1,
+        "repeats": 4,
+        "busy_threshold_cores": 1e9,
+        "retries": 0,
+        "timeout_s": 60,
+    },
+}
+
+
+def request(lock: str = DEFAULT_LOCK, inject_failure: bool = False, **bench_settings):
+    """The plan's request for a small torch-named cell (the fake stands in for torch), with
+    `bench_settings` as the config's bench section says them."""
+    injected = {"inject_failure": ["torch/eager/mlp"]} if inject_failure else {}
+    config = FAKE_CONFIG | {"bench": FAKE_CONFIG["bench"] | bench_settings | injected}
+    plan = plan_of(config)
+    return dataclasses.replace(plan.cell_request(FAKE_CELL), lock=lock)

@@ -18,6 +18,7 @@ import numpy as np
 from fwbench.analysis.aggregate import aggregate_cells
 from fwbench.analysis.roofline import read_hardware_limits
 from fwbench.analysis.stats import StatsSettings, summarize, write_outputs
+from fwbench.io.bench_file import write_bench
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_FAILED
 from fwbench.io.train_file import RunRecord
@@ -201,8 +202,7 @@ def synthetic_results(root: Path) -> SyntheticResults:
                     write_cell(_cell(framework, mode, arch, batch, rng), paths[-1])
     bench = aggregate_cells(paths)
     bench_path = root / "aggregate" / "bench.nc"
-    bench_path.parent.mkdir(parents=True)
-    bench.to_netcdf(bench_path, engine="h5netcdf")
+    write_bench(bench, bench_path)
     hardware_path = root / "hardware" / "testhost-cpu.json"
     hardware_path.parent.mkdir(parents=True)
     hardware_path.write_text(json.dumps(hardware_document()))

@@ -19,14 +19,16 @@ import numpy as np
 import pytest
 
 from fwbench import frameworks
+from fwbench.frameworks.base import BaseRunner
 from fwbench.frameworks.protocols import (
     CompileInfo,
     HardwareProbe,
     InferenceAdapter,
     Runner,
+    StreamProbe,
     TrainingAdapter,
 )
-from fwbench.measure.harness import time_calls
+from fwbench.host.harness import time_calls
 from fwbench.model import reference
 from fwbench.model.specs import ARCHITECTURES, build_spec
 from fwbench.model.weights import make_weights
@@ -108,6 +110,14 @@ def test_each_module_of_a_framework_package_provides_its_interface(
 ) -> None:
     pytest.importorskip(framework)
     _assert_provides(frameworks.load(framework, part), INTERFACES[part])
+
+
+@pytest.mark.parametrize(
+    "framework", [fw for fw in FRAMEWORKS if frameworks.FRAMEWORKS[fw].stream_probe]
+)
+def test_a_framework_said_to_run_stream_has_a_stream_probe(framework: str) -> None:
+    pytest.importorskip(framework)
+    _assert_provides(frameworks.load(framework, "hardware"), StreamProbe)
 
 
 def test_load_refuses_an_unknown_framework_or_part_naming_it() -> None:
@@ -239,10 +249,13 @@ def test_the_null_call_adds_one_to_a_one_element_tensor_and_is_cheap(framework: 
 # ---- what the adapter refuses ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("framework", ["jax", "tensorflow"])
+@pytest.mark.parametrize(
+    "framework", [fw for fw in FRAMEWORKS if not frameworks.takes_compile_options(fw)]
+)
 def test_frameworks_without_compile_options_refuse_them_naming_them(framework: str) -> None:
     spec = build_spec("mlp", SMALL_DIMS["mlp"])
-    with pytest.raises(ValueError, match="freezing"):
+    message = f"{framework} modes take no compile options, got ['freezing']"
+    with pytest.raises(ValueError, match=re.escape(message)):
         adapter(framework).build(spec, make_weights(spec), "eager", "cpu", {"freezing": True})
 
 
@@ -250,24 +263,31 @@ def test_frameworks_without_compile_options_refuse_them_naming_them(framework: s
 def test_an_unknown_mode_raises_naming_it(framework: str) -> None:
     spec = build_spec("mlp", SMALL_DIMS["mlp"])
     mode = FOREIGN_MODE[framework]
-    with pytest.raises(ValueError, match=f"'{mode}'"):
+    message = f"mode '{mode}' does not exist for {framework}; its modes: "
+    with pytest.raises(ValueError, match=re.escape(message)):
         adapter(framework).build(spec, make_weights(spec), mode, "cpu")
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_an_unknown_device_raises_naming_it(framework: str) -> None:
+def test_an_unknown_device_raises_the_same_message_naming_it(framework: str) -> None:
     spec = build_spec("mlp", SMALL_DIMS["mlp"])
-    with pytest.raises(ValueError, match="'tpu'"):
+    with pytest.raises(ValueError, match=re.escape("unknown device 'tpu'; known: cpu, cuda")):
         adapter(framework).build(spec, make_weights(spec), "eager", "tpu")
+    with pytest.raises(ValueError, match=re.escape("unknown device 'tpu'; known: cpu, cuda")):
+        adapter(framework).null_call("tpu")
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_cuda_without_a_visible_gpu_is_an_error_naming_it(framework: str) -> None:
+def test_cuda_without_a_visible_gpu_is_the_same_error_naming_framework_and_device(
+    framework: str,
+) -> None:
     spec = build_spec("mlp", SMALL_DIMS["mlp"])
     try:
         adapter(framework).build(spec, make_weights(spec), "eager", "cuda")
     except RuntimeError as error:
-        assert "'cuda'" in str(error)
+        assert re.fullmatch(
+            rf"device 'cuda' requested but {framework} \S+ sees no CUDA device", str(error)
+        ), error
     else:
         pytest.skip(f"{framework} sees a GPU here")
 
@@ -277,12 +297,28 @@ def test_cuda_without_a_visible_gpu_is_an_error_naming_it(framework: str) -> Non
     [("cnn", (2, 8, 8, 3)), ("mlp", (2, 21))],  # the CNN input in NHWC, not NCHW; one too wide
 )
 @pytest.mark.parametrize("framework", FRAMEWORKS)
-def test_an_input_of_the_wrong_shape_raises_naming_the_shape(
+def test_an_input_of_the_wrong_shape_raises_the_same_message_naming_both_shapes(
     framework: str, arch: str, shape: tuple[int, ...]
 ) -> None:
-    runner, _ = small_runner(framework, arch)
-    with pytest.raises(ValueError, match=re.escape(str(shape))):
+    runner, x = small_runner(framework, arch)
+    message = f"{arch} input must be float32 of shape {x.shape}, got float32 of shape {shape}"
+    with pytest.raises(ValueError, match=re.escape(message)):
         runner.prepare(np.zeros(shape, dtype=np.float32))
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_an_input_of_another_dtype_raises_the_same_message_naming_it(framework: str) -> None:
+    runner, x = small_runner(framework, "mlp")
+    message = f"mlp input must be float32 of shape {x.shape}, got float64 of shape {x.shape}"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        runner.prepare(x.astype(np.float64))
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_every_runner_is_built_on_the_shared_base(framework: str) -> None:
+    runner, _ = small_runner(framework, "mlp")
+    assert isinstance(runner, BaseRunner)
+    assert framework == runner.FRAMEWORK
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)

@@ -13,8 +13,10 @@ import xarray as xr
 
 from fwbench.analysis.aggregate import aggregate_cells, write_aggregate
 from fwbench.io import cell_file as dataset
+from fwbench.io.bench_file import read_bench
 from fwbench.io.cell_file import Cell, read_cell_record, write_cell
 from fwbench.io.dims import STATUS_FAILED
+from fwbench.io.per_system import one_system, systems_of
 
 REPO = Path(__file__).resolve().parents[1]
 PROVENANCE = {
@@ -247,3 +249,29 @@ def test_the_rule_script_aggregates_the_given_cells(tmp_path):
     with xr.open_dataset(output) as ds:
         assert ds.attrs["cells"] == 1
     assert "aggregated 1 cells" in log.read_text()
+
+
+def test_bench_nc_read_back_is_the_aggregate_as_built(tmp_path):
+    paths = [write(tmp_path, make_cell("torch", "eager")), write(tmp_path, make_cell("jax", "jit"))]
+    built = write_aggregate(paths, tmp_path / "bench.nc", systems=["a", "a"])
+    xr.testing.assert_identical(read_bench(tmp_path / "bench.nc"), built)
+
+
+def test_one_system_of_the_aggregate_carries_that_systems_own_provenance(tmp_path):
+    paths = [
+        write(tmp_path, make_cell("torch", "eager", system="a", host="n1"), "a.nc"),
+        write(
+            tmp_path, make_cell("torch", "eager", system="b", host="n2", latency_s=[7.0]), "b.nc"
+        ),
+    ]
+    ds = aggregate_cells(paths)
+    assert systems_of(ds) == ["a", "b"] and ds.attrs["host"] == '["n1", "n2"]'
+    b = one_system(ds, "b")
+    assert "system" not in b.dims and "system_attrs" not in b
+    assert b.attrs["host"] == "n2" and b.attrs["cells"] == 2  # its own over the file's
+    assert b["latency_s"].sel(framework="torch", mode="eager", arch="mlp", batch=1).item(0) == 7.0
+    with pytest.raises(ValueError, match="2 systems: name the one to take"):
+        one_system(ds)
+    with pytest.raises(ValueError, match="no system 'c' here"):
+        one_system(ds, "c")
+    assert systems_of(b) == [] and one_system(b) is b

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from fwbench.measure.contention import PRESSURE_FILE, CpuPressure, Thresholds, cpu_stall_seconds
+from fwbench.host.contention import PRESSURE_FILE, CpuPressure, Thresholds, cpu_stall_seconds
 
 HAS_PSI = PRESSURE_FILE.exists()
 # What a cell does, in its own process pinned to one core: a timed loop of busy calls, then the
 # configured thresholds' verdict (the schema's defaults) and the raw signals.
 MEASURE = """
 import json, os, sys, yaml
-from fwbench.measure.contention import Thresholds
-from fwbench.measure.harness import time_calls
+from fwbench.host.contention import Thresholds
+from fwbench.host.harness import time_calls
 os.sched_setaffinity(0, {{{core}}})
 def call():
     total = 0

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from fwbench.measure.provenance import pinned_versions
+from fwbench.provenance import pinned_versions
 
 from conftest import REPO
 

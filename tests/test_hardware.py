@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fwbench.hardware import characterize, identity, levels, stream, theory, workers
+from fwbench.hardware import characterize, theory, workers
+from fwbench.host import identity
+from fwbench.memory import levels, stream
 
 from conftest import REPO
 

@@ -17,9 +17,9 @@ import pytest
 
 from fwbench import frameworks
 from fwbench.frameworks.protocols import InferenceAdapter, Runner
+from fwbench.host.harness import calls_per_sample, time_calls, timing_lock
 from fwbench.io.cell_file import read_cell
 from fwbench.measure import bench
-from fwbench.measure.harness import calls_per_sample, time_calls, timing_lock
 from fwbench.model.specs import build_spec
 
 import fake_adapter
@@ -109,7 +109,7 @@ def test_timing_lock_waits_for_another_process_holding_it(tmp_path):
             "-c",
             textwrap.dedent(f"""
                 import time
-                from fwbench.measure.harness import timing_lock
+                from fwbench.host.harness import timing_lock
                 with timing_lock({str(lock)!r}):
                     print("held", flush=True)
                     time.sleep(1.0)

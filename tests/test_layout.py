@@ -11,6 +11,7 @@ from conftest import REPO
 
 LIBRARY = REPO / "workflow" / "fwbench"
 MAX_LINES = 300
+MAX_FUNCTION_LINES = 60
 FRAMEWORK_IMPORTS = {"torch": "torch", "jax": "jax", "jaxlib": "jax", "optax": "jax"}
 FRAMEWORK_IMPORTS |= {"tensorflow": "tensorflow", "keras": "tensorflow"}
 
@@ -45,7 +46,8 @@ def _library_imports(path: Path) -> set[str]:
 
 
 def test_the_module_list_is_not_empty_and_holds_the_packages():
-    for package in ("io", "model", "measure", "hardware", "frameworks", "training"):
+    packages = ("io", "model", "host", "memory", "measure", "hardware", "frameworks", "training")
+    for package in packages:
         assert f"fwbench.{package}" in MODULES
     assert {"analysis", "present"} <= {name.split(".")[1] for name in MODULES if "." in name}
 
@@ -83,6 +85,68 @@ def test_no_import_cycle_among_library_modules():
     graph = {name: _library_imports(path) - {name} for name, path in MODULES.items()}
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " → ".join(cycle or [])
+
+
+def package_of(module: str) -> str:
+    """The package a module belongs to: `fwbench.<package>` (a top-level module is its own)."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(modules: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Which packages import which, from a module import graph (imports within one package
+    dropped)."""
+    graph: dict[str, set[str]] = {}
+    for module, targets in modules.items():
+        imported = {package_of(target) for target in targets} - {package_of(module)}
+        graph.setdefault(package_of(module), set()).update(imported)
+    return graph
+
+
+def test_no_two_packages_import_each_other_even_through_others():
+    modules = {name: _library_imports(path) for name, path in MODULES.items()}
+    cycle = find_cycle(package_graph(modules))
+    assert cycle is None, "package import cycle: " + " → ".join(cycle or [])
+
+
+def test_the_package_graph_joins_modules_of_one_package_and_finds_a_package_cycle():
+    modules = {
+        "fwbench.a.x": {"fwbench.a.y", "fwbench.b.z"},
+        "fwbench.a.y": set(),
+        "fwbench.b.z": {"fwbench.c"},
+        "fwbench.c": {"fwbench.a.y"},
+    }
+    graph = package_graph(modules)
+    assert graph == {
+        "fwbench.a": {"fwbench.b"},
+        "fwbench.b": {"fwbench.c"},
+        "fwbench.c": {"fwbench.a"},
+    }
+    assert find_cycle(graph) == ["fwbench.a", "fwbench.b", "fwbench.c", "fwbench.a"]
+    assert find_cycle(package_graph(modules | {"fwbench.c": set()})) is None
+
+
+def long_functions(source: str, limit: int = MAX_FUNCTION_LINES) -> list[tuple[str, int]]:
+    """(name, lines) of every function or method in `source` longer than `limit` lines,
+    from its `def` line to its last, docstring included."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            lines = node.end_lineno - node.lineno + 1
+            if lines > limit:
+                found.append((node.name, lines))
+    return found
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_library_function_is_longer_than_60_lines(module):
+    too_long = long_functions(MODULES[module].read_text())
+    assert not too_long, f"{module}: functions over {MAX_FUNCTION_LINES} lines: {too_long}"
+
+
+def test_the_function_length_check_counts_a_long_function_and_passes_a_short_one():
+    body = "".join(f"        x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    source = f"def short():\n    return 1\n\n\nclass C:\n    def long(self):\n{body}"
+    assert long_functions(source) == [("long", MAX_FUNCTION_LINES + 1)]
 
 
 def test_the_cycle_finder_finds_a_cycle_and_accepts_a_chain():

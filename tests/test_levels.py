@@ -1,5 +1,5 @@
 """The memory hierarchy: level capacities, the sweep's sizes, the plateaus read off a curve, and
-the C kernels (fwbench.hardware.native) that measure the curve and the clock."""
+the C kernels (fwbench.memory.native) that measure the curve and the clock."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from fwbench.hardware import levels, native
+from fwbench.memory import levels, native
 
 KiB, MiB = 2**10, 2**20
 CACHES = {

@@ -205,6 +205,24 @@ def test_hardware_summary_reads_the_keys_characterize_writes(results):
     assert hardware.theoretical_bandwidth_Bps is None
 
 
+def test_hardware_summary_names_the_system_its_file_records_and_none_before_version_3():
+    document = hardware_document() | {"schema_version": 3, "system": "gpu-node"}
+    assert hardware_from_document(document, "local.json").system == "gpu-node"
+    assert hardware_from_document(hardware_document(), "local.json").system == ""
+
+
+def test_hardware_summary_notes_stream_and_sweep_errors_and_peaks_above_theory():
+    document = hardware_document()
+    document["bandwidth"]["error"] = "STREAM crashed"
+    document["memory"]["note"] = "no C compiler"
+    document["compute"]["dtypes"]["float32"] |= {"above_theoretical": True}
+    document["compute"]["dtypes"]["float32"]["best_over_theoretical"] = 1.25
+    notes = hardware_from_document(document, "hw.json").notes
+    assert notes[0] == "STREAM: STREAM crashed"
+    assert notes[1].startswith("float32: the measured GEMM peak is 1.25× the theoretical one")
+    assert notes[2] == "working-set sweep: no C compiler"
+
+
 def test_a_bad_hardware_value_raises_naming_it():
     document = hardware_document()
     document["bandwidth"]["kernels"]["triad"]["best_bandwidth_Bps"] = -3

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import runpy
 from pathlib import Path
@@ -13,8 +14,10 @@ import xarray as xr
 
 from fwbench.analysis.compare import SAME, SLOWER, CompareSettings, compare, write_csv
 from fwbench.io.cell_file import Cell, write_cell
-from fwbench.present.report import ReportInputs, render_report, write_report
-from fwbench.present.report_sections import _samples_text
+from fwbench.io.stats_file import read_stats, write_stats
+from fwbench.present.report import ReportInputs, document, load_context, render_report, write_report
+from fwbench.present.report import context as report_context
+from fwbench.present.report.method import _samples_text
 
 from conftest import REPO
 from synthetic import (
@@ -22,6 +25,7 @@ from synthetic import (
     MEMORY_LEVELS,
     PEAK_FLOPS,
     UNCOMPILED,
+    hardware_document,
     synthetic_results,
     training_runs,
 )
@@ -52,9 +56,8 @@ def results(tmp_path_factory):
 
 
 def inputs(results, **extra) -> ReportInputs:
-    return ReportInputs(
+    given = dict(
         stats=results.stats,
-        stats_csv=results.stats_csv,
         tables=results.tables,
         hardware=results.hardware,
         equivalence=results.root / "checks" / "equivalence.csv",
@@ -62,8 +65,8 @@ def inputs(results, **extra) -> ReportInputs:
         figures=sorted((results.root / "figures").glob("*.png")),
         bench=results.bench,
         settings={"warmup": 7},
-        **extra,
     )
+    return ReportInputs(**(given | extra))
 
 
 @pytest.fixture(scope="module")
@@ -222,7 +225,6 @@ def test_the_rule_script_writes_the_report_atomically(results, tmp_path):
     fake.input = Namedlist(
         fromdict={
             "stats": str(results.stats),
-            "stats_csv": str(results.stats_csv),
             "tables": tables,
             "hardware": str(results.hardware),
             "equivalence": str(results.root / "checks" / "equivalence.csv"),
@@ -247,3 +249,127 @@ def test_a_tables_path_that_is_no_directory_raises_naming_it(results, tmp_path):
     with pytest.raises(ValueError, match="no-tables"):
         write_report(bad, tmp_path / "r.md")
     assert not (tmp_path / "r.md").exists()
+
+
+# ---- the report's order, its verdict line and its one context -----------------------------
+
+VERDICT = "**Cross-checks:**"
+
+
+def test_the_verdict_under_the_header_counts_the_failing_equivalence_row_and_names_it(report):
+    header, verdict = report.split("\n\n")[1:3]
+    assert header.startswith("PyTorch vs JAX vs TensorFlow on **Test CPU 9000**")
+    assert verdict.startswith(VERDICT)
+    assert "equivalence 1 of 2 outputs match the float64 reference within 0.0001" in verdict
+    assert "failing: jax/jit/lstm" in verdict
+    # two counters agree within 5%, the LSTM's counter returned nothing
+    assert "FLOP counters 2 of 2 within 5% of the analytic count, 1 without a count" in verdict
+
+
+def test_the_verdict_names_the_flop_counters_outside_5_percent(results, tmp_path):
+    off = tmp_path / "flops.csv"
+    off.write_text(FLOPS.replace("1.0156,1.0,all,True", "1.2,1.2,all,False"))
+    text = render_report(inputs(results, flops=off), tmp_path / "r.md")
+    verdict = next(line for line in text.splitlines() if line.startswith(VERDICT))
+    assert "FLOP counters 1 of 2 within 5% of the analytic count (outside: jax/jit/mlp)" in verdict
+
+
+def test_the_verdict_says_every_output_matches_when_every_row_passes(results, tmp_path):
+    passing = tmp_path / "equivalence.csv"
+    passing.write_text(EQUIVALENCE.replace("False,XlaRuntimeError: boom", "True,"))
+    text = render_report(inputs(results, equivalence=passing), tmp_path / "r.md")
+    verdict = next(line for line in text.splitlines() if line.startswith(VERDICT))
+    assert "equivalence 2 of 2 outputs match" in verdict and "failing" not in verdict
+
+
+def test_results_come_first_and_the_cross_checks_near_the_end(results, tmp_path):
+    extra = dict(train_stats=[training_runs(tmp_path)], compare=[compared(tmp_path)])
+    text = render_report(inputs(results, **extra), tmp_path / "r.md")
+    order = [
+        "# fwbench report",
+        VERDICT,
+        "## Figures",
+        "## Winners at batch",
+        "## Statistics tables",
+        "## Failed and flagged cells",
+        "## Hardware",
+        "## Method",
+        "## Training",
+        "## Changes since the previous version",
+        "## Cross-checks",
+        "Statistics of every cell",
+    ]
+    places = [text.index(heading) for heading in order]
+    assert places == sorted(places)
+
+
+def test_the_last_line_counts_the_rows_of_stats_csv_from_stats_nc(results, report):
+    rows = len(pd.read_csv(results.stats_csv))
+    assert report.rstrip().endswith(f"Statistics of every cell: `stats.csv` ({rows} rows).")
+
+
+def test_the_context_is_loaded_once_and_every_section_gets_the_same_one(results, monkeypatch):
+    reads, seen, loads = [], [], []
+    real_load = document.load_context
+    for reader in ("read_stats", "read_bench", "read_netcdf"):
+        real = getattr(report_context, reader)
+        spy = lambda p, real=real: reads.append(p) or real(p)  # noqa: E731
+        monkeypatch.setattr(report_context, reader, spy)
+    monkeypatch.setattr(document, "load_context", lambda *a: loads.append(1) or real_load(*a))
+    names = ["header_section", "verdict_line", "systems_section", "figures_section"]
+    names += ["winners_section", "statistics_tables_section", "problems_section"]
+    names += ["hardware_section", "method_section", "training_section", "compare_section"]
+    names += ["checks_section", "footer_section"]
+    for name in names:
+        real = getattr(document, name)
+        spy = lambda context, *rest, real=real: seen.append(context) or real(context, *rest)  # noqa: E731
+        monkeypatch.setattr(document, name, spy)
+    text = render_report(inputs(results), results.root / "r.md")
+    assert text.startswith("# fwbench report") and loads == [1]
+    assert len(seen) == len(names) and all(context is seen[0] for context in seen)
+    assert sorted(map(str, reads)) == sorted([str(results.stats), str(results.bench)])
+
+
+def two_systems(results, tmp_path: Path, documents: dict[str, str]) -> ReportInputs:
+    """The synthetic statistics as systems `a` and `b`, with a hardware file per system whose
+    content names it (`documents`: file name → the system its content names)."""
+    one = read_stats(results.stats)
+    write_stats(
+        xr.concat([one] * 2, dim=pd.Index(["a", "b"], name="system")), tmp_path / "stats.nc"
+    )
+    hardware = []
+    for file_name, system in documents.items():
+        document = hardware_document() | {"schema_version": 3, "system": system}
+        document["theoretical"] = document["theoretical"] | {"device_name": f"CPU of {system}"}
+        hardware.append(tmp_path / file_name)
+        hardware[-1].write_text(json.dumps(document))
+    tables = []
+    for system in ("a", "b"):  # as the stats rule writes them: results/summary/<system>/tables
+        tables.append(tmp_path / "summary" / system / "tables" / "latency_b32.md")
+        tables[-1].parent.mkdir(parents=True)
+        tables[-1].write_text(f"# Median latency of system {system}\n")
+    return ReportInputs(stats=tmp_path / "stats.nc", tables=tables, hardware=hardware)
+
+
+def test_a_hardware_file_belongs_to_the_system_its_content_names_not_its_path(results, tmp_path):
+    # In stats.nc's order, but each file named after the other system.
+    two = two_systems(results, tmp_path, {"b.json": "a", "a.json": "b"})
+    context = load_context(two, tmp_path / "report.md")
+    assert [part.name for part in context.parts] == ["a", "b"]
+    assert [Path(part.hardware.source).name for part in context.parts] == ["b.json", "a.json"]
+    systems = section(render_report(two, tmp_path / "report.md"), "Systems")
+    assert row(systems, "a")[2] == "CPU of a" and row(systems, "b")[2] == "CPU of b"
+
+
+def test_each_system_embeds_its_own_tables(results, tmp_path):
+    two = two_systems(results, tmp_path, {"a.json": "a", "b.json": "b"})
+    text = render_report(two, tmp_path / "report.md")
+    part_a, part_b = text.split("# System `a`")[1].split("# System `b`")
+    assert "#### Median latency of system a" in part_a and "system b" not in part_a
+    assert "#### Median latency of system b" in part_b
+
+
+def test_a_hardware_file_of_another_system_is_refused_naming_it(results, tmp_path):
+    two = two_systems(results, tmp_path, {"a.json": "a", "c.json": "c"})
+    with pytest.raises(ValueError, match=r"c\.json is the hardware file of system 'c'"):
+        load_context(two, tmp_path / "report.md")

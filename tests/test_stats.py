@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import runpy
 from pathlib import Path
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from fwbench.analysis.aggregate import aggregate_cells, one_system
+from fwbench.analysis.aggregate import aggregate_cells, write_aggregate
 from fwbench.analysis.by_system import summarize_systems
 from fwbench.analysis.estimators import (
     break_even_iterations,
@@ -19,6 +20,7 @@ from fwbench.analysis.estimators import (
     median_ci,
     ratio_of_medians_ci,
 )
+from fwbench.analysis.flags import untrusted
 from fwbench.analysis.roofline import (
     HardwareLimits,
     MemoryLevel,
@@ -30,10 +32,14 @@ from fwbench.analysis.roofline import (
     roofline,
 )
 from fwbench.analysis.significance import TIE, WINNER, Contest, decide, holm, mann_whitney_p
-from fwbench.analysis.stats import StatsSettings, summarize, tidy
+from fwbench.analysis.stats import StatsSettings, summarize
+from fwbench.analysis.summary_variables import tidy
+from fwbench.io.bench_file import read_bench
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_FAILED
 from fwbench.io.hardware_file import write_hardware
+from fwbench.io.per_system import one_system
+from fwbench.io.stats_file import read_stats, write_stats
 from fwbench.present.tables import TABLES, write_tables
 
 REPO = Path(__file__).resolve().parents[1]
@@ -500,3 +506,25 @@ def test_a_cell_with_one_process_on_another_cpu_is_flagged_node_mismatch(tmp_pat
     summary = summarize(aggregate_cells(paths), limits, SETTINGS)
     flags = summary["flags"].sel(framework="torch", mode="eager", arch="mlp", batch=1).item()
     assert "node_mismatch" in flags  # process 1 ran on a Zen 4, the hardware file is a Zen 3's
+
+
+def test_only_flags_about_the_measurement_keep_a_cell_out_of_the_winners():
+    flags = np.array(
+        [["", "not_compiled", "partially_compiled"], ["high_cv", "not_compiled,contended", ""]],
+        dtype=object,
+    )
+    assert untrusted(flags).tolist() == [[False, False, False], [True, True, False]]
+    assert untrusted(np.array(["invalid_fast", "node_mismatch"], dtype=object)).all()
+
+
+def test_the_statistics_do_not_inherit_the_aggregates_file_version(tmp_path):
+    paths = []
+    for i, c in enumerate([cell("torch", "eager", noisy(1e-3)), cell("jax", "jit", noisy(2e-3))]):
+        paths.append(tmp_path / f"cell{i}.nc")
+        write_cell(c, paths[-1])
+    write_aggregate(paths, tmp_path / "bench.nc")  # written with bench.nc's schema_version
+    stats = summarize_systems(read_bench(tmp_path / "bench.nc"), {"local": LIMITS}, SETTINGS)
+    assert "schema_version" not in stats.attrs
+    assert "schema_version" not in json.loads(stats["system_attrs"].sel(system="local").item())
+    write_stats(stats, tmp_path / "stats.nc")
+    assert "schema_version" not in one_system(read_stats(tmp_path / "stats.nc"), "local").attrs

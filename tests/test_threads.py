@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from fwbench.measure import threads
-from fwbench.measure.threads import physical_core_order, physical_cores, resolve_threads
+from fwbench.host import threads
+from fwbench.host.threads import physical_core_order, physical_cores, resolve_threads
 
 
 def _topology(root: Path, cpu: int, package: int, core: int) -> None:

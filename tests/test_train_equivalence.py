@@ -26,9 +26,9 @@ import pytest
 
 from fwbench.frameworks import load
 from fwbench.model import resnet
+from fwbench.model.optimizer import SGDConfig, StepSchedule
 from fwbench.model.reference import max_errors
 from fwbench.model.resnet_reference import cross_entropy, reference_forward
-from fwbench.training.config import SGDConfig, StepSchedule
 from fwbench.training.data import to_layout
 
 LOSS_RTOL = 1e-4

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from fwbench.frameworks import MODES
+from fwbench.host.contention import OtherCpu
 from fwbench.io import train_file
 from fwbench.io.train_file import EPOCH_UNITS, SCALAR_UNITS, RunRecord, read_run, write_run
-from fwbench.measure.contention import OtherCpu
 from fwbench.training import run as training
 from fwbench.training.config import parse_settings
 

@@ -8,7 +8,7 @@ import pytest
 
 from fwbench.frameworks import load
 from fwbench.model import resnet
-from fwbench.training.config import SGDConfig, StepSchedule
+from fwbench.model.optimizer import SGDConfig, StepSchedule
 from fwbench.training.data import to_layout
 
 

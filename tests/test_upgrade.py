@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from fwbench.frameworks import MODES
-from fwbench.measure.provenance import installed_versions
+from fwbench.provenance import installed_versions
 
 from conftest import SMOKE, smoke_configs, snakemake
 

@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from fwbench.io.cell_file import read_cell
-from fwbench.measure.provenance import installed_versions
+from fwbench.provenance import installed_versions
 
 from conftest import FAILING_CELL, REPO, SMOKE, SNAKEMAKE, smoke_configs, snakemake
 

@@ -3,7 +3,7 @@
 
 rule aggregate_bench:
     input:
-        cells=CELL_FILES,
+        cells=PLAN.cell_files,
     output:
         "results/aggregate/bench.nc",
     log:
@@ -13,6 +13,6 @@ rule aggregate_bench:
     resources:
         timing_slot=1,
     params:
-        systems=CELL_SYSTEMS,
+        systems=PLAN.cell_systems,
     script:
         "../scripts/aggregate.py"

@@ -1,14 +1,13 @@
 # One job per benchmark cell and process: system × framework × mode × architecture × batch,
 # measured in bench.processes fresh processes (timing jobs, run in one seeded shuffled order).
-# A shell job, not a `script:` one: Snakemake reads a script rule's source once per job while
-# it plans, 13 of the 31 s a 20,000-cell dry run took (self_measurement/dry_run_scale.py).
+# A shell job (workarounds.smk says why): bench.py reads the plan's request from --cell.
 
 
 rule bench:
     output:
-        f"{CELL_PATH}.nc",
+        f"{paths.CELL}.nc",
     log:
-        "results/logs/bench/{system}/{framework}/{version}/{mode}/{arch}/b{batch}.log",
+        f"{paths.CELL_LOG}.log",
     priority: bench_priority
     conda:
         FRAMEWORK_ENV
@@ -24,6 +23,6 @@ rule bench:
 
 use rule bench as bench_process with:
     output:
-        f"{CELL_PATH}-p{{process}}.nc",
+        f"{paths.CELL}-p{{process}}.nc",
     log:
-        "results/logs/bench/{system}/{framework}/{version}/{mode}/{arch}/b{batch}-p{process}.log",
+        f"{paths.CELL_LOG}-p{{process}}.log",

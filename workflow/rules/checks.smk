@@ -3,11 +3,13 @@
 
 rule checks:
     output:
-        equivalence="results/checks/{system}/{framework}/{version}/equivalence.csv",
-        flops="results/checks/{system}/{framework}/{version}/flops.csv",
+        equivalence=paths.checks_file(
+            "{system}", "{framework}", "{version}", "equivalence"
+        ),
+        flops=paths.checks_file("{system}", "{framework}", "{version}", "flops"),
     log:
         "results/logs/checks/{system}/{framework}/{version}.log",
-    priority: AHEAD_OF_BENCH
+    priority: PLAN.ahead_of_bench
     conda:
         FRAMEWORK_ENV
     threads: SYSTEM_THREADS
@@ -17,32 +19,23 @@ rule checks:
     params:
         framework="{framework}",
         archs=ARCHS,
-        dims=lambda wildcards: {arch: config["dims"][arch] for arch in ARCHS},
-        modes=lambda wildcards: config["modes"][wildcards.framework],
+        dims={arch: config["dims"][arch] for arch in ARCHS},
+        modes=per_job(lambda wildcards: config["modes"][wildcards.framework]),
         seed=config["seed"],
         batch=lookup(within=config, dpath="equivalence/batch"),
         tolerance=lookup(within=config, dpath="equivalence/tolerance"),
         system=system_params,
-        versions=lambda wildcards: VERSIONS[(wildcards.system, wildcards.framework)],
+        versions=per_job(
+            lambda wildcards: PLAN.versions[(wildcards.system, wildcards.framework)]
+        ),
     script:
         "../scripts/checks.py"
 
 
-CHECK_RUNS = [
-    (system, fw, VERSION[(system, fw)]) for system in SYSTEM_NAMES for fw in FRAMEWORKS
-]
-
-
 rule merge_checks:
     input:
-        equivalence=[
-            f"results/checks/{s}/{fw}/{version}/equivalence.csv"
-            for s, fw, version in CHECK_RUNS
-        ],
-        flops=[
-            f"results/checks/{s}/{fw}/{version}/flops.csv"
-            for s, fw, version in CHECK_RUNS
-        ],
+        equivalence=PLAN.check_files("equivalence"),
+        flops=PLAN.check_files("flops"),
     output:
         equivalence=report(
             "results/checks/equivalence.csv",
@@ -61,6 +54,6 @@ rule merge_checks:
     resources:
         timing_slot=1,
     params:
-        systems=[system for system, _, _ in CHECK_RUNS],
+        systems=[system for system, _, _ in PLAN.check_runs()],
     script:
         "../scripts/merge_checks.py"

@@ -4,12 +4,12 @@
 
 rule compare_framework:
     input:
-        old=lambda wildcards: _cell_files(
+        old=lambda wildcards: paths.cells_on_disk(
             wildcards.system,
             wildcards.framework,
-            BASELINES[(wildcards.system, wildcards.framework)],
+            PLAN.baselines[(wildcards.system, wildcards.framework)],
         ),
-        new=lambda wildcards: current_cells(wildcards.system, wildcards.framework),
+        new=lambda wildcards: PLAN.current_cells(wildcards.system, wildcards.framework),
     output:
         table="results/compare/{system}/{framework}.csv",
         figure=report(

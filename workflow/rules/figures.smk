@@ -18,7 +18,7 @@ SYSTEMS_FIGURES = ["systems"]
 rule figures:
     input:
         stats=rules.stats.output.nc,
-        hardware=HARDWARE_PATH,
+        hardware=paths.HARDWARE,
     output:
         **figure_outputs(FIGURES, "inference"),
     log:

@@ -6,10 +6,10 @@ rule hardware:
     input:
         peaks=RESOURCES / "peaks.yaml",
     output:
-        HARDWARE_PATH,
+        paths.HARDWARE,
     log:
         "results/logs/hardware/{system}.log",
-    priority: AHEAD_OF_BENCH
+    priority: PLAN.ahead_of_bench
     conda:
         HARDWARE_ENV
     threads: SYSTEM_THREADS
@@ -18,7 +18,7 @@ rule hardware:
         timing_slot=1,
     params:
         settings=lookup(within=config, dpath="hardware"),
-        frameworks=FRAMEWORKS,
+        frameworks=config["frameworks"],
         system=system_params,
     script:
         "../scripts/hardware.py"

@@ -13,7 +13,6 @@ STATS_TABLES = [
 rule report:
     input:
         stats=rules.stats.output.nc,
-        stats_csv=rules.stats.output.csv,
         tables=[path for name in STATS_TABLES for path in rules.stats.output[name]],
         hardware=HARDWARE_FILES,
         equivalence=rules.merge_checks.output.equivalence,
@@ -34,6 +33,6 @@ rule report:
         timing_slot=1,
     params:
         settings=lookup(within=config, dpath="bench"),
-        systems={name: system.describe() for name, system in SYSTEMS.items()},
+        systems={name: system.describe() for name, system in PLAN.systems.items()},
     script:
         "../scripts/report.py"

@@ -13,12 +13,12 @@ rule stats:
             caption="../report/stats.rst",
             category="inference",
         ),
-        latency=system_tables("latency"),
-        compile_speedup=system_tables("compile_speedup"),
-        efficiency=system_tables("efficiency"),
-        winners=system_tables("winners"),
-        failed=system_tables("failed"),
-        flagged=system_tables("flagged"),
+        latency=PLAN.table_files("latency"),
+        compile_speedup=PLAN.table_files("compile_speedup"),
+        efficiency=PLAN.table_files("efficiency"),
+        winners=PLAN.table_files("winners"),
+        failed=PLAN.table_files("failed"),
+        flagged=PLAN.table_files("flagged"),
     log:
         "results/logs/stats/stats.log",
     conda:

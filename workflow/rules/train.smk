@@ -3,7 +3,7 @@
 
 rule train:
     output:
-        TRAIN_RUN_PATH,
+        paths.TRAIN_RUN,
     log:
         "results/logs/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}.log",
     conda:
@@ -27,7 +27,7 @@ rule train:
 
 rule aggregate_train:
     input:
-        runs=[TRAIN_RUN_PATH.format(**run) for run in TRAIN_RUNS],
+        runs=[paths.TRAIN_RUN.format(**run) for run in PLAN.train_runs],
     output:
         nc="results/aggregate/train.nc",
         csv=report(
@@ -42,6 +42,6 @@ rule aggregate_train:
     resources:
         timing_slot=1,
     params:
-        systems=[run["system"] for run in TRAIN_RUNS],
+        systems=[run["system"] for run in PLAN.train_runs],
     script:
         "../scripts/aggregate_train.py"

@@ -2,16 +2,16 @@
 
     bench.py --cell JSON --lock PATH --log PATH OUTPUT
 
---cell is the rule's `cell` param (every setting that determines the cell, as JSON); the lock
+--cell is the rule's `cell` param (the plan's CellRequest of the job, as JSON); the lock
 file is where timing jobs meet, not a property of the cell, so moving it reruns nothing.
 """
 
 import argparse
-import json
 import os
 
 from fwbench.io.joblog import flush_all, job_log
-from fwbench.measure.bench import CellRequest, run_cell
+from fwbench.measure.bench import run_cell
+from fwbench.plan.request import CellRequest
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--cell", required=True, help="the cell request as JSON")
@@ -20,7 +20,7 @@ parser.add_argument("--log", required=True, help="the job's log file")
 parser.add_argument("output", help="the cell file to write")
 args = parser.parse_args()
 with job_log(args.log):
-    run_cell(CellRequest(**json.loads(args.cell), lock=args.lock), args.output)
+    run_cell(CellRequest.from_json(args.cell, lock=args.lock), args.output)
 # The cell file is written and closed, the scratch directory removed: the interpreter's
 # teardown is left out, as it holds nothing of the cell and takes TensorFlow about 1 s here
 # (torch 0.4 s), once per job.

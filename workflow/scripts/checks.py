@@ -6,7 +6,7 @@ Threads and the framework's pre-import environment are set before anything impor
 
 import os
 
-from fwbench.measure import threads
+from fwbench.host import threads
 
 sm = snakemake  # noqa: F821 (injected by snakemake)
 threads.setup_threads(sm.params.system["threads"])

@@ -1,9 +1,9 @@
 """Snakemake `report` job: results/report.md. All logic lives in fwbench.present.report.
 
-input: stats (stats.nc), stats_csv, tables (the tables directory or the table files), hardware
-(one per system, in stats.nc's order), equivalence, flops, figures (list: every system's),
-systems_figures, and optional bench (aggregate/bench.nc), train_stats and compare (lists that
-may be empty)
+input: stats (stats.nc), tables (the tables directory or the table files), hardware (one per
+system; each file names its own), equivalence, flops, figures (list: every system's),
+systems_figures, and optional bench (aggregate/bench.nc: compile details, nodes, versions),
+train_stats and compare (lists that may be empty)
 output: the report (first output)
 params: settings (the config's bench section: warmup, repeats), systems (name → description)
 """
@@ -26,7 +26,6 @@ with job_log(sm.log[0]):
     write_report(
         ReportInputs(
             stats=sm.input.stats,
-            stats_csv=sm.input.stats_csv,
             tables=tables if isinstance(tables, str) else list(tables),
             hardware=listed("hardware"),
             equivalence=sm.input.get("equivalence"),

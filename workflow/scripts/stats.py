@@ -10,12 +10,12 @@ params: stats (the config's stats section), seed, systems
 
 import logging
 
-from fwbench.analysis.aggregate import one_system
 from fwbench.analysis.by_system import summarize_systems
 from fwbench.analysis.roofline import read_hardware_limits
 from fwbench.analysis.stats import StatsSettings, write_outputs
-from fwbench.io.common import read_netcdf
+from fwbench.io.bench_file import read_bench
 from fwbench.io.joblog import job_log
+from fwbench.io.per_system import one_system
 from fwbench.present.tables import TABLES, write_tables
 
 sm = snakemake  # noqa: F821 (injected by snakemake)
@@ -27,7 +27,7 @@ with job_log(sm.log[0]):
         limits[system] = read_hardware_limits(path)
         for problem in limits[system].problems:
             logging.warning("roofline of %s: %s", system, problem)
-    summary = summarize_systems(read_netcdf(sm.input.bench), limits, settings)
+    summary = summarize_systems(read_bench(sm.input.bench), limits, settings)
     write_outputs(summary, sm.output.nc, sm.output.csv)
     for index, system in enumerate(systems):
         paths = {name: sm.output[name][index] for name in TABLES}

@@ -9,7 +9,7 @@ run is still a written file with status 'failed'.
 
 import os
 
-from fwbench.measure import threads
+from fwbench.host import threads
 
 sm = snakemake  # noqa: F821 (injected by snakemake)
 params = sm.params
@@ -19,10 +19,10 @@ from fwbench import frameworks  # noqa: E402 (after the thread environment)
 
 os.environ.update(frameworks.pre_import_env(params.framework, params.system["device"]))
 
+from fwbench import provenance  # noqa: E402
+from fwbench.host.harness import timing_lock  # noqa: E402
 from fwbench.io.joblog import job_log  # noqa: E402 (after the framework's environment)
 from fwbench.io.train_file import write_run  # noqa: E402
-from fwbench.measure import provenance  # noqa: E402
-from fwbench.measure.harness import timing_lock  # noqa: E402
 from fwbench.training.run import run  # noqa: E402
 
 with job_log(sm.log[0]):

@@ -1,7 +1,6 @@
-"""Every benchmark cell in one xarray Dataset: `results/aggregate/bench.nc`.
+"""Every benchmark cell in one xarray Dataset, `results/aggregate/bench.nc` (its layout, writer
+and reader: fwbench.io.bench_file).
 
-Dimensions system (the config's kinds of node), framework, mode, arch, batch, process (each
-of a cell's fresh processes; size 1 in a one-process sweep) and repeat for the raw iterations.
 A position without a cell file, e.g. a mode the framework does not have, is NaN with status
 "absent"; a failed one keeps its status "failed" and its error message. Each cell's node
 (host, cpu_model, gpu_model) is kept per cell: the nodes of one SLURM partition differ in name.
@@ -25,9 +24,10 @@ import xarray as xr
 
 from fwbench.frameworks import MODES
 from fwbench.io import cell_file
-from fwbench.io.atomic import write_netcdf
+from fwbench.io.bench_file import write_bench
 from fwbench.io.cell_file import CellRecord, read_cell_record
 from fwbench.io.dims import CELL_DIMS, STATUS_ABSENT, STATUS_OK
+from fwbench.io.per_system import SYSTEM, SYSTEM_ATTRS
 from fwbench.model.specs import ARCHITECTURES
 
 # Per-cell numbers kept from the cell's attributes, beside its scalar variables.
@@ -51,10 +51,8 @@ TEXT_ATTRS = {
     "slurm_partition": ("slurm_partition", "the SLURM partition the cell ran in ('' locally)"),
 }
 # The run's provenance, attributes of bench.nc (a JSON list where cells differ); per system in
-# the variable SYSTEM_ATTRS, which stats.nc also uses for each system's own attributes.
+# the variable SYSTEM_ATTRS (fwbench.io.per_system).
 PROVENANCE = ("host", "device", "threads", "config_hash", "git_commit")
-SYSTEM_ATTRS = "system_attrs"
-SYSTEM = "system"
 # The system of cells that record none when the caller names none: the default config's one
 # machine (cells before systems were all measured where the workflow ran).
 DEFAULT_SYSTEM = "local"
@@ -134,33 +132,29 @@ def _provenance(records: Sequence[CellRecord]) -> dict[str, str]:
     return attrs
 
 
-def aggregate_cells(
-    paths: Sequence[str | os.PathLike], systems: Sequence[str] | None = None
-) -> xr.Dataset:
-    """One Dataset from exactly these cell files (see the module docstring). `systems` (one
-    per path) names the system of cells that do not record theirs."""
-    if not paths:
-        raise ValueError("no cell files given to aggregate")
-    records = [read_cell_record(path) for path in paths]
-    _assign_systems(records, systems)
-    _check_unique_positions(records)
-    _check_agree(records, "framework_version", within_framework=True)
-    _check_agree(records, "versions", within_framework=True)
-    _check_agree(records, "device", within_framework=False)
-
-    system_names = list(dict.fromkeys(r.attrs[SYSTEM] for r in records))
-    frameworks = _ordered((r.key[0] for r in records), list(MODES))
+def _axes(records: Sequence[CellRecord]) -> tuple[list, ...]:
+    """The coordinates of (system, framework, mode, arch, batch, process): known frameworks,
+    modes and architectures in the house's order, unknown ones after."""
     all_modes = list(dict.fromkeys(mode for modes in MODES.values() for mode in modes))
-    modes = _ordered((r.key[1] for r in records), all_modes)
-    archs = _ordered((r.key[2] for r in records), ARCHITECTURES)
-    batches = sorted({r.key[3] for r in records})
-    processes = sorted({r.process for r in records})
-    repeats = max(len(r.latency_s) for r in records)
-    axes = (system_names, frameworks, modes, archs, batches, processes)
+    return (
+        list(dict.fromkeys(r.attrs[SYSTEM] for r in records)),
+        _ordered((r.key[0] for r in records), list(MODES)),
+        _ordered((r.key[1] for r in records), all_modes),
+        _ordered((r.key[2] for r in records), ARCHITECTURES),
+        sorted({r.key[3] for r in records}),
+        sorted({r.process for r in records}),
+    )
+
+
+def _cell_arrays(
+    records: Sequence[CellRecord], axes: tuple[list, ...]
+) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The iterations (repeat last, as many as the longest cell's), the per-cell numbers and
+    the per-cell text, preallocated and filled cell by cell; NaN, '' and status absent where
+    no cell is."""
     index = [{value: i for i, value in enumerate(values)} for values in axes]
     shape = tuple(len(values) for values in axes)
-
-    latency = np.full((*shape, repeats), np.nan)
+    latency = np.full((*shape, max(len(r.latency_s) for r in records)), np.nan)
     numbers = {name: np.full(shape, np.nan) for name in [*cell_file.SCALARS, *NUMERIC_ATTRS]}
     texts = {name: np.full(shape, "", dtype=object) for name in TEXT_ATTRS}
     texts["status"][...] = STATUS_ABSENT
@@ -176,8 +170,16 @@ def aggregate_cells(
             texts[name][position] = str(record.attrs.get(attr, ""))
         if texts["status"][position] == "":
             texts["status"][position] = STATUS_OK
+    return latency, numbers, texts
 
-    versions = _framework_versions(records, system_names, frameworks)
+
+def _data_variables(
+    latency: np.ndarray,
+    numbers: dict[str, np.ndarray],
+    texts: dict[str, np.ndarray],
+    versions: dict[str, np.ndarray],
+) -> dict[str, Any]:
+    """bench.nc's variables but system_attrs, with their units or descriptions."""
     dims = (SYSTEM, *CELL_DIMS, "process")
     data_vars: dict[str, Any] = {
         "latency_s": ((*dims, "repeat"), latency, {"units": "s"}),
@@ -197,8 +199,12 @@ def aggregate_cells(
         data_vars[name] = (dims, values, {"units": units[name]})
     for name, values in texts.items():
         data_vars[name] = (dims, values, {"description": TEXT_ATTRS[name][1]})
+    return data_vars
 
-    coords = {
+
+def _coords(axes: tuple[list, ...], repeats: int) -> dict[str, Any]:
+    system_names, frameworks, modes, archs, batches, processes = axes
+    return {
         SYSTEM: system_names,
         "framework": frameworks,
         "mode": modes,
@@ -207,58 +213,60 @@ def aggregate_cells(
         "process": np.array(processes, dtype=np.int64),
         "repeat": np.arange(repeats),
     }
-    ds = xr.Dataset(data_vars, coords=coords)
+
+
+def _system_attrs(records: Sequence[CellRecord], system_names: list[str]) -> tuple:
+    """The SYSTEM_ATTRS variable: each system's own provenance (its host, device, threads),
+    which fwbench.io.per_system.one_system applies."""
+    per_system = [
+        json.dumps(_provenance([r for r in records if r.attrs[SYSTEM] == name]))
+        for name in system_names
+    ]
+    return (
+        SYSTEM,
+        np.array(per_system, dtype=object),
+        {"description": "JSON: the provenance attributes of the system's cells alone"},
+    )
+
+
+def _versions_attr(versions: np.ndarray, frameworks: list[str]) -> str:
+    """JSON {framework: version}, or the list of a framework's versions where systems differ."""
+    named = {f: sorted({v for v in versions[:, j] if v}) for j, f in enumerate(frameworks)}
+    return json.dumps({f: v[0] if len(v) == 1 else v for f, v in named.items()}, sort_keys=True)
+
+
+def aggregate_cells(
+    paths: Sequence[str | os.PathLike], systems: Sequence[str] | None = None
+) -> xr.Dataset:
+    """One Dataset from exactly these cell files (see the module docstring). `systems` (one
+    per path) names the system of cells that do not record theirs."""
+    if not paths:
+        raise ValueError("no cell files given to aggregate")
+    records = [read_cell_record(path) for path in paths]
+    _assign_systems(records, systems)
+    _check_unique_positions(records)
+    _check_agree(records, "framework_version", within_framework=True)
+    _check_agree(records, "versions", within_framework=True)
+    _check_agree(records, "device", within_framework=False)
+
+    axes = _axes(records)
+    system_names, frameworks = axes[0], axes[1]
+    latency, numbers, texts = _cell_arrays(records, axes)
+    versions = _framework_versions(records, system_names, frameworks)
+    ds = xr.Dataset(
+        _data_variables(latency, numbers, texts, versions),
+        coords=_coords(axes, latency.shape[-1]),
+    )
     ds["batch"].attrs["units"] = "1"
     ds["repeat"].attrs["description"] = "index of the warm (timed) iteration"
     ds["process"].attrs["description"] = "which of the cell's fresh processes (bench.processes)"
     ds[SYSTEM].attrs["description"] = "the config's kind of node (systems) that measured"
     ds.attrs.update(_provenance(records))
-    # Each system's own provenance (its host, device, threads): `one_system` applies it.
-    ds[SYSTEM_ATTRS] = (
-        SYSTEM,
-        np.array(
-            [
-                json.dumps(_provenance([r for r in records if r.attrs[SYSTEM] == name]))
-                for name in system_names
-            ],
-            dtype=object,
-        ),
-        {"description": "JSON: the provenance attributes of the system's cells alone"},
-    )
-    named = {
-        f: sorted({v for v in versions["version"][:, j] if v}) for j, f in enumerate(frameworks)
-    }
-    ds.attrs["framework_versions"] = json.dumps(
-        {f: v[0] if len(v) == 1 else v for f, v in named.items()}, sort_keys=True
-    )
+    ds[SYSTEM_ATTRS] = _system_attrs(records, system_names)
+    ds.attrs["framework_versions"] = _versions_attr(versions["version"], frameworks)
     ds.attrs["cells"] = len(records)
     ds.attrs["title"] = "fwbench: every benchmark cell's raw timings and conditions"
     return ds
-
-
-def systems_of(ds: xr.Dataset) -> list[str]:
-    """The systems of the aggregate or of stats.nc; none in one without a system dimension."""
-    return [str(name) for name in ds[SYSTEM].values] if SYSTEM in ds.dims else []
-
-
-def one_system(ds: xr.Dataset, name: str | None = None) -> xr.Dataset:
-    """One system's part of the aggregate or of stats.nc (the only system when `name` is
-    None), without the system dimension and with that system's own attributes
-    (SYSTEM_ATTRS) over the file's."""
-    if SYSTEM not in ds.dims:
-        return ds
-    names = systems_of(ds)
-    if name is None:
-        if len(names) != 1:
-            raise ValueError(f"{len(names)} systems: name the one to take")
-        name = names[0]
-    if name not in names:
-        raise ValueError(f"no system {name!r} here (systems: {names})")
-    one = ds.sel({SYSTEM: name}, drop=True)
-    if SYSTEM_ATTRS in one:
-        one.attrs = dict(ds.attrs) | json.loads(str(one[SYSTEM_ATTRS].values))
-        one = one.drop_vars(SYSTEM_ATTRS)
-    return one
 
 
 def write_aggregate(
@@ -266,7 +274,7 @@ def write_aggregate(
     output: str | os.PathLike,
     systems: Sequence[str] | None = None,
 ) -> xr.Dataset:
-    """Aggregate `paths` and write the Dataset atomically to `output`."""
+    """Aggregate `paths` and write the Dataset atomically to `output` (fwbench.io.bench_file)."""
     ds = aggregate_cells(paths, systems)
-    write_netcdf(ds, output)
+    write_bench(ds, output)
     return ds

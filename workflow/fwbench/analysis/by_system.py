@@ -3,8 +3,8 @@
 
 Attributes that every system's summary shares stay attributes of stats.nc; the rest (the
 roofline, the host, the number of processes ...) differ per system and are kept per system in
-`system_attrs`. `aggregate.one_system` gives one system's statistics back with its own
-attributes, the layout the tables, figures and report read.
+`system_attrs`. `fwbench.io.per_system.one_system` gives one system's statistics back with
+its own attributes, the layout the tables, figures and report read (the file: io.stats_file).
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from fwbench.analysis.aggregate import SYSTEM, SYSTEM_ATTRS, one_system
 from fwbench.analysis.roofline import HardwareLimits
 from fwbench.analysis.stats import StatsSettings, summarize
+from fwbench.io.per_system import SYSTEM, SYSTEM_ATTRS, one_system
 
 # Attributes of a summary that describe the statistics, not the system: kept global too.
 RUN_ATTRS = ("flags", "bootstrap", "title")

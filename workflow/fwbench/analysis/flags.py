@@ -3,12 +3,14 @@ the winners' contests."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import xarray as xr
 
 from fwbench.analysis.processes import NODE_SEPARATOR
 from fwbench.analysis.roofline import INVALID_FAST
-from fwbench.io.dims import CELL_DIMS
+from fwbench.io.dims import CELL_DIMS, EAGER_MODE
 
 FLAG_HIGH_CV, FLAG_CONTENDED, FLAG_NOT_COMPILED = "high_cv", "contended", "not_compiled"
 FLAG_PARTIAL = "partially_compiled"
@@ -60,3 +62,36 @@ def node_mismatch(bench: xr.Dataset, node: dict[str, str]) -> np.ndarray:
         ]
         mismatch |= np.array(differs, dtype=bool).reshape(models.shape)
     return mismatch
+
+
+def cell_flags(
+    bench: xr.Dataset,
+    cells: Mapping[str, np.ndarray],
+    invalid_fast: np.ndarray,
+    ok: np.ndarray,
+    node: dict[str, str],
+    cv_threshold_pct: float,
+) -> np.ndarray:
+    """Each cell's flags (as flag_cells gives them) from its statistics (`cells`: cv_pct,
+    contended, compiled), the roofline's `invalid_fast`, which cells succeeded (`ok`), the
+    pooled aggregate `bench` (modes, eager_ops, node models) and its system's hardware `node`."""
+    modes = bench["mode"].values.tolist()
+    compiled_mode = np.array([mode != EAGER_MODE for mode in modes])[None, :, None, None]
+    return flag_cells(
+        {
+            FLAG_HIGH_CV: cells["cv_pct"] > cv_threshold_pct,
+            FLAG_CONTENDED: cells["contended"] == 1,
+            INVALID_FAST: invalid_fast,
+            FLAG_NOT_COMPILED: ok & compiled_mode & (cells["compiled"] == 0),
+            FLAG_PARTIAL: ok & compiled_mode & has_text(bench, "eager_ops"),
+            FLAG_NODE_MISMATCH: ok & node_mismatch(bench, node),
+        }
+    )
+
+
+def untrusted(flags: np.ndarray) -> np.ndarray:
+    """The cells whose flags keep their timings out of the winners' contests (UNTRUSTED_FLAGS).
+    not_compiled and partially_compiled are facts about the mode, not about the measurement:
+    such a cell competes, flagged in its own table."""
+    hits = [bool(set(text.split(",")) & set(UNTRUSTED_FLAGS)) for text in flags.ravel()]
+    return np.array(hits).reshape(flags.shape)

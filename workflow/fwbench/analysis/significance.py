@@ -123,6 +123,62 @@ def _one_sided_p(
     return mann_whitney_p(fast_values, values, alternative="less")
 
 
+def _family(
+    contests: Sequence[Contest],
+    ranked: Sequence[list[tuple[str, np.ndarray, float]]],
+    resamples: int,
+    seed: int,
+) -> dict[tuple[Hashable, str, str], float]:
+    """{(group, fastest, rival): two-sided p} of every comparison the table makes: each
+    contest's fastest against each of its rivals, one test for a comparison contests share."""
+    family: dict[tuple[Hashable, str, str], float] = {}
+    for contest, variants in zip(contests, ranked, strict=True):
+        for rival in variants[1:]:
+            key = (contest.group, variants[0][0], rival[0])
+            if key not in family:
+                one_sided = _one_sided_p(contest, variants[0], rival, resamples, seed)
+                family[key] = min(1.0, 2 * one_sided)
+    return family
+
+
+def _verdict(
+    group: Hashable,
+    variants: list[tuple[str, np.ndarray, float]],
+    family: Mapping[tuple[Hashable, str, str], float],
+    adjusted: Mapping[tuple[Hashable, str, str], float],
+    alpha: float,
+    factor: float,
+) -> Verdict:
+    """One contest's verdict from its variants ranked by median and the table's p-values
+    (`family`, and Holm's `adjusted`): a rival ties with the fastest unless its adjusted p is
+    below alpha and its median at least `factor` times the fastest's."""
+    if not variants:
+        return Verdict(NONE, "", "", "", math.nan, math.nan, math.nan, math.nan, (), 0)
+    fastest, fastest_median = variants[0][0], variants[0][2]
+    if len(variants) == 1:
+        nan = math.nan
+        return Verdict(ONLY, fastest, fastest, "", fastest_median, nan, nan, nan, (fastest,), 1)
+    runner_up, runner_up_median = variants[1][0], variants[1][2]
+    tied = [fastest] + [
+        label
+        for label, _, median in variants[1:]
+        if adjusted[(group, fastest, label)] >= alpha or median < fastest_median * factor
+    ]
+    key = (group, fastest, runner_up)
+    return Verdict(
+        WINNER if len(tied) == 1 else TIE,
+        fastest if len(tied) == 1 else "",
+        fastest,
+        runner_up,
+        fastest_median,
+        runner_up_median,
+        family[key],
+        float(adjusted[key]),
+        tuple(tied),
+        len(variants),
+    )
+
+
 def decide(
     contests: Sequence[Contest],
     alpha: float,
@@ -137,61 +193,9 @@ def decide(
         raise ValueError(f"min_effect_pct must be ≥ 0, got {min_effect_pct!r}")
     factor = 1 + min_effect_pct / 100
     ranked = [_by_median(contest.samples) for contest in contests]
-    family: dict[tuple[Hashable, str, str], float] = {}
-    for contest, variants in zip(contests, ranked, strict=True):
-        if len(variants) < 2:
-            continue
-        for rival in variants[1:]:
-            key = (contest.group, variants[0][0], rival[0])
-            if key not in family:
-                one_sided = _one_sided_p(contest, variants[0], rival, resamples, seed)
-                family[key] = min(1.0, 2 * one_sided)
+    family = _family(contests, ranked, resamples, seed)
     adjusted = dict(zip(family, holm(list(family.values())), strict=True))
-
-    verdicts = []
-    for contest, variants in zip(contests, ranked, strict=True):
-        if not variants:
-            verdicts.append(
-                Verdict(NONE, "", "", "", math.nan, math.nan, math.nan, math.nan, (), 0)
-            )
-            continue
-        fastest, fastest_median = variants[0][0], variants[0][2]
-        if len(variants) == 1:
-            verdicts.append(
-                Verdict(
-                    ONLY,
-                    fastest,
-                    fastest,
-                    "",
-                    fastest_median,
-                    math.nan,
-                    math.nan,
-                    math.nan,
-                    (fastest,),
-                    1,
-                )
-            )
-            continue
-        runner_up, runner_up_median = variants[1][0], variants[1][2]
-        tied = [fastest] + [
-            label
-            for label, _, median in variants[1:]
-            if adjusted[(contest.group, fastest, label)] >= alpha
-            or median < fastest_median * factor
-        ]
-        key = (contest.group, fastest, runner_up)
-        verdicts.append(
-            Verdict(
-                WINNER if len(tied) == 1 else TIE,
-                fastest if len(tied) == 1 else "",
-                fastest,
-                runner_up,
-                fastest_median,
-                runner_up_median,
-                family[key],
-                float(adjusted[key]),
-                tuple(tied),
-                len(variants),
-            )
-        )
-    return verdicts
+    return [
+        _verdict(contest.group, variants, family, adjusted, alpha, factor)
+        for contest, variants in zip(contests, ranked, strict=True)
+    ]

@@ -24,90 +24,24 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
-from fwbench.analysis.aggregate import one_system
 from fwbench.analysis.estimators import cell_median_cis, ci_level, describe
-from fwbench.analysis.flags import (
-    FLAG_CONTENDED,
-    FLAG_HIGH_CV,
-    FLAG_MEANINGS,
-    FLAG_NODE_MISMATCH,
-    FLAG_NOT_COMPILED,
-    FLAG_PARTIAL,
-    UNTRUSTED_FLAGS,
-    flag_cells,
-    has_text,
-    node_mismatch,
-)
+from fwbench.analysis.flags import FLAG_MEANINGS, cell_flags, untrusted
 from fwbench.analysis.processes import pool, processes
 from fwbench.analysis.roofline import (
-    INVALID_FAST,
     ROOFLINE_VARIABLES,
     HardwareLimits,
+    RooflineMetrics,
     levels_to_json,
     roofline,
 )
 from fwbench.analysis.speedups import compile_speedups
+from fwbench.analysis.summary_variables import CELL_TEXT, CELL_UNITS, FROM_CELLS, tidy
 from fwbench.analysis.winners import SCOPES, winner_variables
-from fwbench.io.atomic import write_netcdf, write_text
-from fwbench.io.dims import CELL_DIMS, EAGER_MODE, STATUS_ABSENT, STATUS_OK
-
-# The per-cell variables of stats.nc, with units; these are also the columns of stats.csv.
-CELL_UNITS = {
-    "n": "1",
-    "median_s": "s",
-    "mean_s": "s",
-    "std_s": "s",
-    "cv_pct": "%",
-    "iqr_s": "s",
-    "min_s": "s",
-    "p95_s": "s",
-    "median_ci_low_s": "s",
-    "median_ci_high_s": "s",
-    "calls_per_sample": "1",
-    "first_call_s": "s",
-    "compile_overhead_s": "s",
-    "null_call_s": "s",
-    "flops": "FLOP",
-    "bytes": "B",
-    "working_set_bytes": "B",
-    "arithmetic_intensity": "FLOP/B",
-    "achieved_flops_per_s": "FLOP/s",
-    "lower_bound_s": "s",
-    "efficiency": "1",
-    "dram_lower_bound_s": "s",
-    "dram_efficiency": "1",
-    "speedup_vs_eager": "1",
-    "speedup_ci_low": "1",
-    "speedup_ci_high": "1",
-    "break_even_iterations": "1",
-    "compiled": "1",
-    "contended": "1",
-    "busy_cpu_other": "cores",
-    "cpu_pressure": "1",
-}
-_FROM_CELLS = (
-    "calls_per_sample",
-    "first_call_s",
-    "null_call_s",
-    "flops",
-    "bytes",
-    "working_set_bytes",
-    "compiled",
-    "contended",
-)
-CELL_TEXT = {
-    "status": "'ok' | 'failed' | 'absent' (no cell for this position)",
-    "error_type": "exception class of a failed cell",
-    "error": "why the cell failed",
-    "bound": "'compute' or 'memory': which roof sets the cache-aware lower bound",
-    "memory_level": "the memory level whose bandwidth bounds the cell: the smallest its working"
-    " set fits in ('' where the working set or the levels are unknown)",
-    "flags": "comma-separated: " + ", ".join(FLAG_MEANINGS),
-    "eager_ops": "ops a compiled mode left to the framework's eager kernels (torch inductor)",
-}
+from fwbench.io.dims import CELL_DIMS, STATUS_OK
+from fwbench.io.per_system import one_system
+from fwbench.io.stats_file import write_stats, write_stats_table
 
 
 @dataclass(frozen=True)
@@ -153,25 +87,33 @@ def _cell_values(bench: xr.Dataset, name: str) -> np.ndarray:
     return bench[name].transpose(*CELL_DIMS).values
 
 
-def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings) -> xr.Dataset:
-    """stats.nc as a Dataset: per-cell statistics, speedups, winners; provenance in attrs.
-    A cell's processes are pooled (fwbench.analysis.processes); with more than one, the
-    medians' CIs resample processes first. Several systems: by_system.summarize_systems."""
-    bench = one_system(bench)  # raises for several: summarize them one at a time
-    process_count = processes(bench)
-    bench = pool(bench)
-    coords = tuple(bench[d].values.tolist() for d in CELL_DIMS)
-    status = _cell_values(bench, "status").astype(object)
-    ok = status == STATUS_OK
+def _timings(
+    bench: xr.Dataset, ok: np.ndarray, process_count: int
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """The pooled warm iterations (cell × repeat) and, with several processes, the same as
+    cell × process × iteration; NaN for cells that did not succeed (a failed cell's partial
+    timings are not statistics)."""
     latency = bench["latency_s"].transpose(*CELL_DIMS, "repeat").values.copy()
-    latency[~ok] = np.nan  # a failed cell's partial timings are not statistics
+    latency[~ok] = np.nan
+    if process_count <= 1:
+        return latency, None
+    by_process = bench["latency_by_process_s"].transpose(*CELL_DIMS, "process", "iteration")
+    by_process = by_process.values.copy()
+    by_process[~ok] = np.nan
+    return latency, by_process
 
+
+def _cell_statistics(
+    bench: xr.Dataset,
+    timings: tuple[np.ndarray, np.ndarray | None],
+    ok: np.ndarray,
+    coords: tuple[list, ...],
+    settings: StatsSettings,
+) -> dict[str, np.ndarray]:
+    """Per cell: the descriptive statistics, the median's CI (each cell seeded from its name),
+    the aggregate's values for succeeded cells (FROM_CELLS) and the compile overhead."""
+    latency, by_process = timings
     cells: dict[str, np.ndarray] = describe(latency)
-    by_process = None
-    if process_count > 1:
-        by_process = bench["latency_by_process_s"].transpose(*CELL_DIMS, "process", "iteration")
-        by_process = by_process.values.copy()
-        by_process[~ok] = np.nan  # as for the pooled timings
     names = np.array(["/".join(map(str, key)) for key in itertools.product(*coords)])
     cells["median_ci_low_s"], cells["median_ci_high_s"] = cell_median_cis(
         latency,
@@ -182,9 +124,85 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         settings.bootstrap_resamples,
         settings.seed,
     )
-    for name in (*_FROM_CELLS, "busy_cpu_other", "cpu_pressure"):
+    for name in FROM_CELLS:
         cells[name] = np.where(ok, _cell_values(bench, name), np.nan)
     cells["compile_overhead_s"] = cells["first_call_s"] - cells["median_s"]
+    return cells
+
+
+def _text_variables(
+    bench: xr.Dataset, ok: np.ndarray, metrics: RooflineMetrics, flags: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The per-cell text of stats.nc (CELL_TEXT), in the order the file holds them."""
+    if "eager_ops" in bench:
+        eager_ops = np.where(ok, _cell_values(bench, "eager_ops"), "").astype(object)
+    else:
+        eager_ops = np.full(ok.shape, "", dtype=object)
+    return {
+        "status": _cell_values(bench, "status").astype(object),
+        "error_type": _cell_values(bench, "error_type").astype(object),
+        "error": _cell_values(bench, "error").astype(object),
+        "bound": metrics.bound,
+        "memory_level": np.where(ok, metrics.memory_level, "").astype(object),
+        "eager_ops": eager_ops,
+        "flags": flags,
+    }
+
+
+def _cell_variables(
+    bench: xr.Dataset, cells: dict[str, np.ndarray], text: dict[str, np.ndarray]
+) -> dict[str, Any]:
+    """stats.nc's per-cell variables: the numbers with their units (CELL_UNITS), then the
+    text with its descriptions (CELL_TEXT), then the aggregate's framework_version."""
+    data_vars: dict[str, Any] = {
+        name: (CELL_DIMS, cells[name], {"units": unit}) for name, unit in CELL_UNITS.items()
+    }
+    data_vars |= {
+        name: (CELL_DIMS, values, {"description": CELL_TEXT[name]}) for name, values in text.items()
+    }
+    if "framework_version" in bench:
+        data_vars["framework_version"] = bench["framework_version"]
+    return data_vars
+
+
+def _summary_attrs(
+    bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings, process_count: int
+) -> dict[str, Any]:
+    """stats.nc's attributes: the aggregate's, the settings (stats_*), the roofline and how
+    the statistics were made."""
+    return (
+        dict(bench.attrs)
+        | {f"stats_{key}": value for key, value in asdict(settings).items()}
+        | {
+            "roofline": limits.describe(),
+            "roofline_peak_flops_per_s": limits.peak_flops_per_s,
+            "roofline_bandwidth_Bps": limits.bandwidth_Bps,
+            "roofline_bf16_peak_flops_per_s": limits.bf16_peak_flops_per_s,
+            "roofline_levels": levels_to_json(limits.levels),
+            "roofline_ridge_flop_per_byte": limits.ridge_flop_per_byte,
+            "roofline_reported_ridge_flop_per_byte": limits.reported_ridge_flop_per_byte,
+            "roofline_node": json.dumps(limits.node, sort_keys=True),
+            "flags": "; ".join(f"{flag}: {meaning}" for flag, meaning in FLAG_MEANINGS.items()),
+            "bootstrap": "percentile method, each cell seeded from (stats_seed, cell name)",
+            "processes": process_count,
+            "median_ci_level": ci_level(process_count),
+            "title": "fwbench: statistics, roofline efficiency, compile speedups and winners",
+        }
+    )
+
+
+def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings) -> xr.Dataset:
+    """stats.nc as a Dataset: per-cell statistics, speedups, winners; provenance in attrs.
+    A cell's processes are pooled (fwbench.analysis.processes); with more than one, the
+    medians' CIs resample processes first. Several systems: by_system.summarize_systems."""
+    bench = one_system(bench)  # raises for several: summarize them one at a time
+    process_count = processes(bench)
+    bench = pool(bench)
+    coords = tuple(bench[d].values.tolist() for d in CELL_DIMS)
+    ok = _cell_values(bench, "status").astype(object) == STATUS_OK
+    timings = _timings(bench, ok, process_count)
+    latency, by_process = timings
+    cells = _cell_statistics(bench, timings, ok, coords, settings)
     metrics = roofline(
         cells["flops"], cells["bytes"], cells["working_set_bytes"], cells["median_s"], limits
     )
@@ -200,45 +218,14 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         seed=settings.seed,
         by_process=by_process,
     )
-
-    is_compiled_mode = np.array([m != EAGER_MODE for m in coords[1]])[None, :, None, None]
-    text = {
-        "status": status,
-        "error_type": _cell_values(bench, "error_type").astype(object),
-        "error": _cell_values(bench, "error").astype(object),
-        "bound": metrics.bound,
-        "memory_level": np.where(ok, metrics.memory_level, "").astype(object),
-        "eager_ops": np.where(ok, _cell_values(bench, "eager_ops"), "").astype(object)
-        if "eager_ops" in bench
-        else np.full(ok.shape, "", dtype=object),
-        "flags": flag_cells(
-            {
-                FLAG_HIGH_CV: cells["cv_pct"] > settings.cv_threshold_pct,
-                FLAG_CONTENDED: cells["contended"] == 1,
-                INVALID_FAST: metrics.invalid_fast,
-                FLAG_NOT_COMPILED: ok & is_compiled_mode & (cells["compiled"] == 0),
-                FLAG_PARTIAL: ok & is_compiled_mode & has_text(bench, "eager_ops"),
-                FLAG_NODE_MISMATCH: ok & node_mismatch(bench, limits.node),
-            }
-        ),
-    }
-    data_vars: dict[str, Any] = {
-        name: (CELL_DIMS, cells[name], {"units": unit}) for name, unit in CELL_UNITS.items()
-    }
-    data_vars |= {
-        name: (CELL_DIMS, values, {"description": CELL_TEXT[name]}) for name, values in text.items()
-    }
-    if "framework_version" in bench:
-        data_vars["framework_version"] = bench["framework_version"]
-    # A flagged cell's timings are not trusted to decide a winner (not_compiled is a fact about
-    # the mode, not about the measurement: such a cell competes, flagged in its own table).
-    flagged = np.array(
-        [bool(set(flags.split(",")) & set(UNTRUSTED_FLAGS)) for flags in text["flags"].ravel()]
-    ).reshape(ok.shape)
+    flags = cell_flags(
+        bench, cells, metrics.invalid_fast, ok, limits.node, settings.cv_threshold_pct
+    )
+    data_vars = _cell_variables(bench, cells, _text_variables(bench, ok, metrics, flags))
     data_vars |= winner_variables(
         latency,
         ok,
-        flagged,
+        untrusted(flags),
         coords,
         settings.alpha,
         settings.min_effect_pct,
@@ -246,46 +233,13 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         settings.bootstrap_resamples,
         settings.seed,
     )
-
     summary = xr.Dataset(data_vars, coords={d: bench[d].values for d in CELL_DIMS})
     summary = summary.assign_coords(scope=list(SCOPES))
-    summary.attrs.update(bench.attrs)
-    summary.attrs |= {f"stats_{key}": value for key, value in asdict(settings).items()}
-    summary.attrs |= {
-        "roofline": limits.describe(),
-        "roofline_peak_flops_per_s": limits.peak_flops_per_s,
-        "roofline_bandwidth_Bps": limits.bandwidth_Bps,
-        "roofline_bf16_peak_flops_per_s": limits.bf16_peak_flops_per_s,
-        "roofline_levels": levels_to_json(limits.levels),
-        "roofline_ridge_flop_per_byte": limits.ridge_flop_per_byte,
-        "roofline_reported_ridge_flop_per_byte": limits.reported_ridge_flop_per_byte,
-        "roofline_node": json.dumps(limits.node, sort_keys=True),
-        "flags": "; ".join(f"{flag}: {meaning}" for flag, meaning in FLAG_MEANINGS.items()),
-        "bootstrap": "percentile method, each cell seeded from (stats_seed, cell name)",
-        "processes": process_count,
-        "median_ci_level": ci_level(process_count),
-        "title": "fwbench: statistics, roofline efficiency, compile speedups and winners",
-    }
+    summary.attrs.update(_summary_attrs(bench, limits, settings, process_count))
     return summary
 
 
 # --- outputs ---------------------------------------------------------------------------------
-
-
-def tidy(summary: xr.Dataset) -> pd.DataFrame:
-    """stats.csv: one row per measured or failed cell (absent positions left out), with its
-    system first where there are systems."""
-    frame = summary[list(CELL_TEXT) + list(CELL_UNITS)].to_dataframe().reset_index()
-    frame = frame[frame["status"] != STATUS_ABSENT]
-    if "framework_version" in summary:
-        versions = summary["framework_version"].to_dataframe().reset_index()
-        keys = [d for d in summary["framework_version"].dims]
-        frame = frame.merge(versions, on=keys, how="left")
-        columns = list(frame.columns)
-        columns.remove("framework_version")
-        columns.insert(columns.index("framework") + 1, "framework_version")
-        frame = frame[columns]
-    return frame.reset_index(drop=True)
 
 
 def write_outputs(
@@ -294,5 +248,5 @@ def write_outputs(
     stats_csv: str | os.PathLike,
 ) -> None:
     """Write stats.nc and stats.csv (the tables: fwbench.present.tables.write_tables)."""
-    write_netcdf(summary, stats_nc)
-    write_text(tidy(summary).to_csv(index=False), stats_csv)
+    write_stats(summary, stats_nc)
+    write_stats_table(tidy(summary), stats_csv)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from fwbench.analysis.significance import WINNER, Contest, decide
+from fwbench.analysis.significance import WINNER, Contest, Verdict, decide
 from fwbench.io.dims import EAGER_MODE
 
 SCOPES = ("compiled", "all")  # winners among compiled variants, and among all variants
@@ -25,6 +25,63 @@ def _variant(framework: str, mode: str) -> str:
     return f"{framework}/{mode}"
 
 
+def _contests(
+    latency: np.ndarray,
+    ok: np.ndarray,
+    flagged: np.ndarray,
+    coords: tuple[list[str], list[str], list[str], list[int]],
+    by_process: np.ndarray | None,
+) -> tuple[list[Contest], list[str]]:
+    """One contest per (arch, batch, scope), in that order, among the variants whose cells
+    are `ok` (eager ones only in scope "all"); a flagged variant does not compete and is
+    listed, comma-separated, in the second list."""
+    frameworks, modes, archs, batches = coords
+    contests, excluded = [], []
+    for a, b in np.ndindex(len(archs), len(batches)):
+        for scope in SCOPES:
+            members = [
+                (f, m)
+                for f in range(len(frameworks))
+                for m, mode in enumerate(modes)
+                if ok[f, m, a, b] and (scope == "all" or mode != EAGER_MODE)
+            ]
+            trusted = [(f, m) for f, m in members if not flagged[f, m, a, b]]
+            samples = {_variant(frameworks[f], modes[m]): latency[f, m, a, b] for f, m in trusted}
+            processes = None
+            if by_process is not None:
+                processes = {
+                    _variant(frameworks[f], modes[m]): by_process[f, m, a, b] for f, m in trusted
+                }
+            contests.append(Contest((a, b), scope, samples, processes))
+            left_out = [
+                _variant(frameworks[f], modes[m]) for f, m in members if flagged[f, m, a, b]
+            ]
+            excluded.append(", ".join(left_out))
+    return contests, excluded
+
+
+def _verdict_columns(verdicts: list[Verdict]) -> dict[str, list[Any]]:
+    """The verdicts as columns, one per Verdict field; `tied` as comma-separated text."""
+    columns: dict[str, list[Any]] = {}
+    for verdict in verdicts:
+        row = asdict(verdict)
+        row["tied"] = ", ".join(verdict.tied)
+        for key, value in row.items():
+            columns.setdefault(key, []).append(value)
+    return columns
+
+
+def _verdict_description(alpha: float, min_effect_pct: float) -> str:
+    return (
+        f"'{WINNER}': fastest by median, and every other variant is significantly slower "
+        "(one-sided in the medians' direction: Mann–Whitney U on the timings, or over "
+        "processes a hierarchical-bootstrap z-test; p doubled for that chosen "
+        f"direction, Holm-adjusted p < {alpha} across the table) by at least "
+        f"{min_effect_pct}% in median; 'tie': winner_tied names the variants that are not; "
+        "'only': a single unflagged variant; 'none': no unflagged variant measured"
+    )
+
+
 def winner_variables(
     latency: np.ndarray,
     ok: np.ndarray,
@@ -39,44 +96,12 @@ def winner_variables(
     """The winner_* variables, dims (arch, batch, scope), from the warm iterations of the
     cells that are `ok` and not `flagged` (arrays in CELL_DIMS order, repeats last for
     `latency`); the flagged variants of each row are listed in winner_excluded."""
-    frameworks, modes, archs, batches = coords
-    contests, excluded = [], []
-    for a, b in np.ndindex(len(archs), len(batches)):
-        for scope in SCOPES:
-            members = [
-                (f, m)
-                for f in range(len(frameworks))
-                for m, mode in enumerate(modes)
-                if ok[f, m, a, b] and (scope == "all" or mode != EAGER_MODE)
-            ]
-            samples = {
-                _variant(frameworks[f], modes[m]): latency[f, m, a, b]
-                for f, m in members
-                if not flagged[f, m, a, b]
-            }
-            processes = None
-            if by_process is not None:
-                processes = {
-                    _variant(frameworks[f], modes[m]): by_process[f, m, a, b]
-                    for f, m in members
-                    if not flagged[f, m, a, b]
-                }
-            contests.append(Contest((a, b), scope, samples, processes))
-            left_out = [
-                _variant(frameworks[f], modes[m]) for f, m in members if flagged[f, m, a, b]
-            ]
-            excluded.append(", ".join(left_out))
+    contests, excluded = _contests(latency, ok, flagged, coords, by_process)
     verdicts = decide(contests, alpha, min_effect_pct, resamples, seed)
-    shape = (len(archs), len(batches), len(SCOPES))
+    shape = (len(coords[2]), len(coords[3]), len(SCOPES))
     dims = ("arch", "batch", "scope")
-    columns: dict[str, list[Any]] = {}
-    for verdict in verdicts:
-        row = asdict(verdict)
-        row["tied"] = ", ".join(verdict.tied)
-        for key, value in row.items():
-            columns.setdefault(key, []).append(value)
     out: dict[str, Any] = {}
-    for key, values in columns.items():
+    for key, values in _verdict_columns(verdicts).items():
         array = np.array(values, dtype=float if key in UNITS else object).reshape(shape)
         attrs = {"units": UNITS[key]} if key in UNITS else {}
         out[f"winner_{key}" if not key.startswith("winner") else key] = (dims, array, attrs)
@@ -85,12 +110,5 @@ def winner_variables(
         np.array(excluded, dtype=object).reshape(shape),
         {"description": "variants left out of the contest: their cells are flagged"},
     )
-    out["winner_verdict"][2]["description"] = (
-        f"'{WINNER}': fastest by median, and every other variant is significantly slower "
-        "(one-sided in the medians' direction: Mann–Whitney U on the timings, or over "
-        "processes a hierarchical-bootstrap z-test; p doubled for that chosen "
-        f"direction, Holm-adjusted p < {alpha} across the table) by at least "
-        f"{min_effect_pct}% in median; 'tie': winner_tied names the variants that are not; "
-        "'only': a single unflagged variant; 'none': no unflagged variant measured"
-    )
+    out["winner_verdict"][2]["description"] = _verdict_description(alpha, min_effect_pct)
     return out

@@ -1,58 +1,99 @@
-"""The registry of framework packages: their modes, distributions and environment.
+"""The registry of framework packages: what differs per framework, as data, and the loader.
 
 Each framework lives in its own package `frameworks/<framework>/` with the same modules in
 each (`infer.py`, `models.py`, `train.py`, `hardware.py`; the interfaces they provide are in
-`frameworks.protocols`), and only that package imports it. This module imports no framework:
-it names the packages and loads the module a job needs, so a JAX job never imports torch or
-tensorflow.
+`frameworks.protocols`), and only those modules import it. Each package's `__init__` holds its
+FrameworkInfo (modes, distributions, pre-import environment, compile options); this module
+collects them and imports no framework, so a JAX job never imports torch or tensorflow. The
+rest of fwbench asks these functions and never branches on a framework's name.
 """
 
 from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Iterable
 from types import ModuleType
 
-MODES: dict[str, tuple[str, ...]] = {
-    "torch": ("eager", "compiled"),
-    "jax": ("eager", "jit"),
-    "tensorflow": ("eager", "function", "xla"),
-}
+from fwbench.frameworks.info import FrameworkInfo
+from fwbench.frameworks.jax import INFO as JAX
+from fwbench.frameworks.tensorflow import INFO as TENSORFLOW
+from fwbench.frameworks.torch import INFO as TORCH
+
+FRAMEWORKS: dict[str, FrameworkInfo] = {info.name: info for info in (TORCH, JAX, TENSORFLOW)}
+
+MODES: dict[str, tuple[str, ...]] = {name: info.modes for name, info in FRAMEWORKS.items()}
 
 # The modules every framework package has (frameworks.protocols says what each provides).
 PARTS = ("infer", "models", "train", "hardware")
 
-# The distribution whose installed version names a framework's results, then the others whose
-# versions are recorded with them (and rerun its cells when they change).
-DISTRIBUTIONS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "torch": (("torch",), ()),
-    "jax": (("jax",), ("jaxlib",)),
-    "tensorflow": (("tensorflow-cpu", "tensorflow"), ("keras",)),
+# Per framework: (the distributions whose first installed one's version names its results,
+# the others whose versions are recorded with them).
+DISTRIBUTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    name: (info.distributions, info.recorded) for name, info in FRAMEWORKS.items()
 }
 
 
-# torch's compiled variants: `compiled_<name>`, each with its own torch.compile options
-# (config `torch_compile`), so one sweep can hold several.
-COMPILED_VARIANT = re.compile(r"compiled_[a-z0-9_]+")
-TORCH_COMPILE_OPTIONS = ("mode", "fullgraph", "dynamic", "freezing")
+def framework_info(framework: str) -> FrameworkInfo:
+    """The FrameworkInfo of `framework`; raises naming it and the known ones."""
+    if framework not in FRAMEWORKS:
+        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(FRAMEWORKS)}")
+    return FRAMEWORKS[framework]
 
 
 def is_compiled_variant(framework: str, mode: str) -> bool:
-    return framework == "torch" and COMPILED_VARIANT.fullmatch(mode) is not None
+    """Whether `mode` is one of the framework's compiled variants (torch's `compiled_<name>`,
+    each with its own compile options)."""
+    pattern = FRAMEWORKS[framework].compiled_variant if framework in FRAMEWORKS else None
+    return pattern is not None and re.fullmatch(pattern, mode) is not None
 
 
 def check_framework_mode(framework: str, mode: str) -> None:
-    if framework not in MODES:
-        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(MODES)}")
-    if mode not in MODES[framework] and not is_compiled_variant(framework, mode):
+    if mode not in framework_info(framework).modes and not is_compiled_variant(framework, mode):
         known = ", ".join(MODES[framework])
         raise ValueError(f"mode {mode!r} does not exist for {framework}; its modes: {known}")
 
 
+def takes_compile_options(framework: str) -> bool:
+    """Whether any mode of `framework` takes compiler options (config `<framework>_compile`)."""
+    return bool(framework_info(framework).compile_options)
+
+
+def compile_option_names(framework: str) -> tuple[str, ...]:
+    """The compiler options the framework's compiled modes take; () where they take none."""
+    return framework_info(framework).compile_options
+
+
+def mode_takes_compile_options(framework: str, mode: str) -> bool:
+    """Whether `mode` is a compiled mode that takes the framework's compile options."""
+    record = framework_info(framework)
+    return bool(record.compile_options) and (
+        mode in record.compile_modes or is_compiled_variant(framework, mode)
+    )
+
+
 def refuse_compile_options(framework: str, options: dict | None) -> None:
-    """For adapters whose modes take no compiler options: raise naming any given."""
+    """For frameworks whose modes take no compiler options: raise naming any given."""
     if options:
         raise ValueError(f"{framework} modes take no compile options, got {sorted(options)}")
+
+
+def check_compile_options(framework: str, mode: str, options: dict | None) -> dict:
+    """The compile options of `mode`, checked: a mode that takes none refuses any, and an
+    option the framework does not know is named with the known ones."""
+    options = dict(options or {})
+    if not takes_compile_options(framework):
+        refuse_compile_options(framework, options)
+        return options
+    known = compile_option_names(framework)
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(
+            f"unknown {framework} compile options {unknown}; known: {', '.join(known)}"
+        )
+    if options and not mode_takes_compile_options(framework, mode):
+        raise ValueError(f"{mode} takes no compile options, got {sorted(options)}")
+    return options
 
 
 def check_threads(threads: int) -> None:
@@ -61,24 +102,31 @@ def check_threads(threads: int) -> None:
         raise ValueError(f"threads must be a positive integer, got {threads!r}")
 
 
+def stream_probes() -> tuple[str, ...]:
+    """The frameworks whose hardware probe runs STREAM, the CUDA working-set sweep and names
+    the GPU (a frameworks.protocols.StreamProbe)."""
+    return tuple(name for name, record in FRAMEWORKS.items() if record.stream_probe)
+
+
+def stream_probe(frameworks: Iterable[str]) -> str | None:
+    """The first of `frameworks` whose hardware probe is a StreamProbe; None if none is."""
+    return next((name for name in frameworks if name in stream_probes()), None)
+
+
 def load(framework: str, part: str = "infer") -> ModuleType:
     """Import `fwbench.frameworks.<framework>.<part>` (this imports the framework itself)."""
-    if framework not in MODES:
-        raise ValueError(f"unknown framework {framework!r}; known: {', '.join(MODES)}")
+    framework_info(framework)
     if part not in PARTS:
         raise ValueError(f"unknown part {part!r} of a framework package; known: {', '.join(PARTS)}")
     return importlib.import_module(f"fwbench.frameworks.{framework}.{part}")
 
 
 def pre_import_env(framework: str, device: str) -> dict[str, str]:
-    """Environment a framework must see before its import for `device` (set by the job)."""
-    env: dict[str, str] = {}
-    if framework == "jax":
-        env["JAX_PLATFORMS"] = "cuda" if device == "cuda" else "cpu"
-        env["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
-    elif framework == "tensorflow":
-        env["TF_CPP_MIN_LOG_LEVEL"] = "2"
-        env["TF_FORCE_GPU_ALLOW_GROWTH"] = "true"
-        if device == "cpu":
-            env["CUDA_VISIBLE_DEVICES"] = ""
-    return env
+    """Environment a framework must see before its import for `device` (set by the job);
+    nothing for a runner that is no framework package (numpy, the native kernels)."""
+    if framework not in FRAMEWORKS:
+        return {}
+    per_device = FRAMEWORKS[framework].pre_import_env
+    if device not in per_device:
+        raise ValueError(f"unknown device {device!r}; known: {', '.join(per_device)}")
+    return dict(per_device[device])

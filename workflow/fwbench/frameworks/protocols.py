@@ -4,7 +4,8 @@ Every framework package has the same modules: `infer.py` (an InferenceAdapter bu
 Runners), `train.py` (a TrainingAdapter building Trainers), `hardware.py` (a HardwareProbe)
 and `models.py` (the networks the other two build). Only those modules import the framework;
 the rest of fwbench reaches them through `frameworks.load` and uses nothing but these
-interfaces, so it never branches on the framework's name.
+interfaces (and each package's FrameworkInfo), so it never branches on the framework's name.
+The inference Runners share `frameworks.base.BaseRunner`.
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ class TrainingAdapter(Protocol):
     INPUT_LAYOUT: str  # "NCHW" or "NHWC": the image layout train_epoch and predict take
 
     def build(self, spec: ResNetSpec, weights: Weights, optimizer: Any, **options: Any) -> Trainer:
-        """A Trainer from the neutral `weights`; `optimizer` is the training SGDConfig and
+        """A Trainer from the neutral `weights`; `optimizer` is a model.optimizer.SGDConfig and
         `options` are the fields of TrainOptions."""
 
 
@@ -182,13 +183,18 @@ class HardwareProbe(Protocol):
 
 @runtime_checkable
 class StreamProbe(HardwareProbe, Protocol):
-    """A HardwareProbe that also runs the STREAM kernels and names the GPU (torch's: the
-    hardware stage's bandwidth and GPU identity need torch)."""
+    """A HardwareProbe that also runs the STREAM kernels and the working-set sweep on CUDA,
+    and names the GPU (the frameworks whose FrameworkInfo says `stream_probe`)."""
 
     def stream_kernels(
         self, elements: int, trials: int, device: str, dtype: str = "float64"
     ) -> dict[str, Any]:
-        """STREAM copy/scale/add/triad over `elements`-long arrays (fwbench.hardware.stream)."""
+        """STREAM copy/scale/add/triad over `elements`-long arrays (fwbench.memory.stream)."""
 
     def cuda_identity(self) -> dict[str, Any]:
         """The GPU the job runs on, as the framework reports it."""
+
+    def cache_sweep(
+        self, sizes: list[int], min_seconds: float, trials: int, device: str
+    ) -> dict[str, Any]:
+        """The working-set sweep on `device` over `sizes` bytes (fwbench.memory.levels)."""

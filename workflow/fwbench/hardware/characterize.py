@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 import psutil
 
-from fwbench.hardware import stream
+from fwbench import frameworks as registry
+from fwbench import provenance
+from fwbench.hardware.compute import measure_gemms
 from fwbench.hardware.hierarchy import log_line, measure_memory, stream_check
-from fwbench.hardware.identity import cpu_identity, dtype_support, nvidia_smi_identity
 from fwbench.hardware.theory import (
     DTYPES,
     compare_to_theory,
@@ -30,10 +31,11 @@ from fwbench.hardware.theory import (
     theoretical_peaks,
 )
 from fwbench.hardware.workers import run_worker
+from fwbench.host.harness import timing_lock
+from fwbench.host.identity import cpu_identity, dtype_support, nvidia_smi_identity
+from fwbench.host.threads import setup_threads
 from fwbench.io.hardware_file import write_hardware
-from fwbench.measure import provenance
-from fwbench.measure.harness import timing_lock
-from fwbench.measure.threads import setup_threads
+from fwbench.memory import stream
 
 SETTINGS_KEYS = (
     "stream_llc_multiple",
@@ -70,58 +72,14 @@ def _measure_stream(
     frameworks: list[str], device: str, threads: int, elements: int, trials: int, log: Any
 ) -> dict[str, Any]:
     args = {"elements": elements, "trials": trials, "dtype": STREAM_DTYPE}
-    if "torch" in frameworks:
-        worker = run_worker("torch", "stream", args, threads, device, log)
-        return worker["result"] | {"runner": "torch", "versions": worker["setup"]}
+    probe = registry.stream_probe(frameworks)
+    if probe:
+        worker = run_worker(probe, "stream", args, threads, device, log)
+        return worker["result"] | {"runner": probe, "versions": worker["setup"]}
     if device == "cuda":
-        raise ValueError("STREAM on cuda needs torch: numpy would measure the host's memory")
+        raise ValueError(f"STREAM on cuda needs {_probes()}: numpy would measure the host's memory")
     worker = run_worker("numpy", "stream", args, threads, device, log)
     return worker["result"] | {"runner": "numpy", "versions": worker["setup"]}
-
-
-def _measure_gemms(
-    frameworks: list[str],
-    settings: dict[str, Any],
-    supported: dict[str, str | None],
-    device: str,
-    threads: int,
-    log: Any,
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Every framework's GEMM size sweep per measurable dtype (numpy: fp32 on the host CPU),
-    and per dtype the best rate of any framework at any size."""
-    measurable = [dtype for dtype in settings["dtypes"] if supported[dtype] is None]
-    sweep = {key: settings[f"gemm_{key}"] for key in ("min_n", "max_n", "trials", "tolerance")}
-    per_framework: dict[str, dict[str, Any]] = {}
-    versions: dict[str, Any] = {}
-    for framework in [*frameworks, "numpy"]:
-        dtypes = measurable if framework != "numpy" else []
-        if framework == "numpy" and device == "cpu" and "float32" in measurable:
-            dtypes = ["float32"]  # numpy's BLAS: fp32 only, and only the host CPU
-        if not dtypes:
-            continue
-        log_line(log, f"GEMM sweep {framework} {dtypes} n={sweep['min_n']}..{sweep['max_n']}")
-        args = sweep | {"dtypes": dtypes}
-        try:
-            worker = run_worker(framework, "gemm", args, threads, device, log)
-        except (RuntimeError, subprocess.TimeoutExpired) as error:
-            per_framework[framework] = {dtype: {"error": str(error)} for dtype in dtypes}
-            continue
-        versions[framework] = worker["setup"]
-        per_framework[framework] = worker["result"]
-
-    compute: dict[str, Any] = {"gemm_sweep": sweep, "dtypes": {}}
-    for dtype in settings["dtypes"]:
-        entry: dict[str, Any] = {"skipped_reason": supported[dtype], "per_framework": {}}
-        for framework, results in per_framework.items():
-            if dtype in results:
-                entry["per_framework"][framework] = results[dtype]
-        ok = {fw: r for fw, r in entry["per_framework"].items() if "flops_per_s" in r}
-        best = max(ok, key=lambda fw: ok[fw]["flops_per_s"], default=None)
-        entry["best_framework"] = best
-        entry["best_flops_per_s"] = ok[best]["flops_per_s"] if best else None
-        entry["best_n"] = ok[best]["best_n"] if best else None
-        compute["dtypes"][dtype] = entry
-    return compute, versions
 
 
 def _measure_clock(device: str, threads: int, log: Any) -> dict[str, Any] | None:
@@ -140,10 +98,11 @@ def _identify(
     if device == "cpu":
         return cpu, None
     gpu = nvidia_smi_identity() or {}
-    if "torch" in frameworks:
-        gpu |= run_worker("torch", "cuda_identity", {}, threads, device, log)["result"]
+    probe = registry.stream_probe(frameworks)
+    if probe:
+        gpu |= run_worker(probe, "cuda_identity", {}, threads, device, log)["result"]
     if not gpu:
-        raise RuntimeError("device 'cuda' but neither nvidia-smi nor torch sees a GPU")
+        raise RuntimeError(f"device 'cuda' but neither nvidia-smi nor {_probes()} sees a GPU")
     return cpu, gpu
 
 
@@ -171,6 +130,89 @@ def _sizing(llc: int, llc_multiple: float) -> dict[str, Any]:
     return sizing
 
 
+def _probes() -> str:
+    """The frameworks whose probe runs STREAM and names the GPU, for messages."""
+    return " or ".join(registry.stream_probes())
+
+
+def _bandwidth(
+    cpu: dict[str, Any],
+    gpu: dict[str, Any] | None,
+    settings: dict[str, Any],
+    frameworks: list[str],
+    device: str,
+    threads: int,
+    log: Any,
+) -> dict[str, Any]:
+    """STREAM, with arrays sized from the last-level cache (on cuda, by a framework probe)."""
+    if device == "cuda" and registry.stream_probe(frameworks) is None:
+        return {"runner": None, "error": f"STREAM on cuda needs {_probes()} among the frameworks"}
+    elements, llc = _stream_elements(cpu, gpu, settings["stream_llc_multiple"])
+    log_line(log, f"STREAM: 3 arrays × {elements} {STREAM_DTYPE} elements")
+    bandwidth = _measure_stream(
+        frameworks, device, threads, elements, settings["stream_trials"], log
+    )
+    return bandwidth | _sizing(llc, settings["stream_llc_multiple"])
+
+
+def _measure_all(
+    settings: dict[str, Any],
+    frameworks: list[str],
+    device: str,
+    thread_settings: dict[str, Any],
+    log: Any,
+) -> dict[str, Any]:
+    """Every measurement of the stage, in order, with the time and load around them."""
+    threads = thread_settings["threads"]
+    start_ns, load_before = time.time_ns(), os.getloadavg()[0]
+    cpu, gpu = _identify(device, frameworks, threads, log)
+    bandwidth = _bandwidth(cpu, gpu, settings, frameworks, device, threads, log)
+    memory = measure_memory(cpu, gpu, settings, frameworks, device, thread_settings, log)
+    clock = _measure_clock(device, threads, log)
+    supported = dtype_support(device, cpu, gpu)
+    compute, worker_setups = measure_gemms(frameworks, settings, supported, device, threads, log)
+    return {
+        "cpu": cpu,
+        "gpu": gpu,
+        "bandwidth": bandwidth,
+        "memory": memory,
+        "clock": clock,
+        "compute": compute,
+        "worker_setups": worker_setups,
+        "start_ns": start_ns,
+        "load_before": load_before,
+        "end_ns": time.time_ns(),
+        "load_after": os.getloadavg()[0],
+    }
+
+
+def _provenance(
+    measured: dict[str, Any],
+    settings: dict[str, Any],
+    frameworks: list[str],
+    thread_settings: dict[str, Any],
+    lock: str | os.PathLike,
+    lock_wait_s: float,
+) -> dict[str, Any]:
+    start_ns, end_ns = measured["start_ns"], measured["end_ns"]
+    return {
+        "host": provenance.host(),
+        "start_utc": provenance.utc(start_ns),
+        "end_utc": provenance.utc(end_ns),
+        "duration_s": (end_ns - start_ns) * 1e-9,
+        "threads": thread_settings,
+        "lock": str(lock),
+        "lock_wait_s": lock_wait_s,
+        "load_before": measured["load_before"],
+        "load_after": measured["load_after"],
+        "settings": settings,
+        "frameworks": list(frameworks),
+        "versions": provenance.runtime(("numpy", "py-cpuinfo", "psutil", "PyYAML")),
+        "framework_settings": measured["worker_setups"],
+        "git_commit": provenance.git_commit(Path(__file__).parent),
+    }
+
+
 def characterize(
     output: str | os.PathLike,
     settings: dict[str, Any],
@@ -190,29 +232,19 @@ def characterize(
     check_settings(settings, frameworks, device)
     known_devices = load_known_devices(known_devices_path)
     thread_settings = setup_threads(threads)
-    threads = thread_settings["threads"]
     with timing_lock(lock) as lock_wait_s:
-        start_ns, load_before = time.time_ns(), os.getloadavg()[0]
-        log_line(log, f"lock acquired after {lock_wait_s:.1f} s; threads={threads} device={device}")
-        cpu, gpu = _identify(device, frameworks, threads, log)
-        if device == "cuda" and "torch" not in frameworks:
-            bandwidth = {"runner": None, "error": "STREAM on cuda needs torch among the frameworks"}
-        else:
-            elements, llc = _stream_elements(cpu, gpu, settings["stream_llc_multiple"])
-            log_line(log, f"STREAM: 3 arrays × {elements} {STREAM_DTYPE} elements")
-            bandwidth = _measure_stream(
-                frameworks, device, threads, elements, settings["stream_trials"], log
-            )
-            bandwidth |= _sizing(llc, settings["stream_llc_multiple"])
-        memory = measure_memory(cpu, gpu, settings, frameworks, device, thread_settings, log)
-        clock = _measure_clock(device, threads, log)
-        supported = dtype_support(device, cpu, gpu)
-        compute, worker_setups = _measure_gemms(
-            frameworks, settings, supported, device, threads, log
+        log_line(
+            log,
+            f"lock acquired after {lock_wait_s:.1f} s; "
+            f"threads={thread_settings['threads']} device={device}",
         )
-        end_ns, load_after = time.time_ns(), os.getloadavg()[0]
-    theory = theoretical_peaks(device, cpu, gpu, threads, known_devices, clock)
+        measured = _measure_all(settings, frameworks, device, thread_settings, log)
+    cpu, gpu, compute, memory = (measured[key] for key in ("cpu", "gpu", "compute", "memory"))
+    theory = theoretical_peaks(
+        device, cpu, gpu, thread_settings["threads"], known_devices, measured["clock"]
+    )
     compare_to_theory(compute, theory)
+    bandwidth = measured["bandwidth"]
     triad_Bps = bandwidth.get("kernels", {}).get("triad", {}).get("best_bandwidth_Bps")
     stream_check(memory, triad_Bps)
     result = {
@@ -223,26 +255,13 @@ def characterize(
         "identity": {"cpu": cpu, "gpu": gpu},
         "bandwidth": bandwidth,
         "memory": memory,
-        "clock": clock,
+        "clock": measured["clock"],
         "compute": compute,
         "theoretical": theory,
         "ridge": ridges(settings["dtypes"], compute, triad_Bps, theory, memory.get("levels")),
-        "provenance": {
-            "host": provenance.host(),
-            "start_utc": provenance.utc(start_ns),
-            "end_utc": provenance.utc(end_ns),
-            "duration_s": (end_ns - start_ns) * 1e-9,
-            "threads": thread_settings,
-            "lock": str(lock),
-            "lock_wait_s": lock_wait_s,
-            "load_before": load_before,
-            "load_after": load_after,
-            "settings": settings,
-            "frameworks": list(frameworks),
-            "versions": provenance.runtime(("numpy", "py-cpuinfo", "psutil", "PyYAML")),
-            "framework_settings": worker_setups,
-            "git_commit": provenance.git_commit(Path(__file__).parent),
-        },
+        "provenance": _provenance(
+            measured, settings, frameworks, thread_settings, lock, lock_wait_s
+        ),
     }
     write_hardware(result, output)
     return result

@@ -1,6 +1,6 @@
 """The memory side of the hardware stage: the working-set sweep (C kernels in a worker on
-CPU, torch ops on CUDA), each level's plateau, and the cross-check of its DRAM triad against
-STREAM's."""
+CPU, a framework's StreamProbe on CUDA), each level's plateau, and the cross-check of its DRAM
+triad against STREAM's."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ import subprocess
 import time
 from typing import Any
 
-from fwbench.hardware import levels
+from fwbench import frameworks as registry
 from fwbench.hardware.workers import run_worker
+from fwbench.memory import levels
 
 
 def log_line(log: Any, message: str) -> None:
@@ -27,10 +28,11 @@ def measure_memory(
     thread_settings: dict[str, Any],
     log: Any,
 ) -> dict[str, Any]:
-    """The working-set sweep (C kernels on CPU, torch on CUDA) and each level's plateau."""
+    """The working-set sweep (C kernels on CPU, a framework's StreamProbe on CUDA) and each
+    level's plateau."""
     if gpu:
         capacities = {"L2": gpu["l2_cache_bytes"]} if gpu.get("l2_cache_bytes") else {}
-        runner = "torch" if "torch" in frameworks else None
+        runner = registry.stream_probe(frameworks)
     else:
         capacities = levels.cpu_level_capacities(
             cpu["caches"], thread_settings["threads"], thread_settings["cores"]
@@ -39,7 +41,8 @@ def measure_memory(
     if not capacities:
         return {"error": "cache sizes unknown: no working-set sweep"}
     if runner is None:
-        return {"error": "the working-set sweep on cuda needs torch among the frameworks"}
+        probes = " or ".join(registry.stream_probes())
+        return {"error": f"the working-set sweep on cuda needs {probes} among the frameworks"}
     largest = settings["sweep_llc_multiple"] * max(capacities.values())
     try:
         sizes = levels.sweep_sizes(

@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from fwbench.frameworks import load, pre_import_env
-from fwbench.hardware import native, stream
+from fwbench.host.harness import time_calls
+from fwbench.host.threads import apply_thread_env, setup_threads
 from fwbench.io.atomic import write_json
-from fwbench.measure.harness import time_calls
-from fwbench.measure.threads import apply_thread_env, setup_threads
+from fwbench.memory import native, stream
 
 GEMM_PATIENCE = 2  # sizes in a row that do not raise the rate before the sweep stops
 GEMM_SIZE_BUDGET_S = 1.0  # timed seconds per size beyond which trials drop (to 2 at least)

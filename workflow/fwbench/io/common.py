@@ -29,22 +29,56 @@ def schema_version(attrs: Mapping[str, Any], unversioned: int | None = None) -> 
 
 
 def check_schema_version(
-    found: Any, readable: int | Collection[int], path: str | os.PathLike, what: str
+    found: Any,
+    readable: int | Collection[int],
+    path: str | os.PathLike,
+    what: str,
+    rerun: str = "the job that writes it",
 ) -> None:
-    """Raise naming the file when it is not of a version this code reads."""
+    """Raise naming the file, both versions and what to `rerun` when the file is not of a
+    version this code reads."""
     versions = (readable,) if isinstance(readable, int) else tuple(readable)
     if isinstance(found, bool) or not isinstance(found, int) or found not in versions:
         known = " or ".join(str(version) for version in versions)
         raise ValueError(
             f"{path} is a {what} of {SCHEMA_KEY} {found!r}, but this fwbench reads "
-            f"{SCHEMA_KEY} {known}; rerun the job that writes it"
+            f"{SCHEMA_KEY} {known}; rerun {rerun}"
         )
 
 
 def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
-    """A netCDF file fwbench wrote (bench.nc, stats.nc, train.nc) read into memory and closed."""
+    """A netCDF file fwbench wrote, read into memory and closed, its version unchecked: for
+    files without a reader of their own (the training aggregate; bench.nc and stats.nc are
+    read by io.bench_file and io.stats_file)."""
     with xr.open_dataset(path, engine="h5netcdf") as ds:
         return ds.load()
+
+
+def with_schema_version(ds: xr.Dataset, version: int) -> xr.Dataset:
+    """A shallow copy of `ds` carrying `version` as its last attribute, for writing: the
+    caller's dataset keeps its attributes."""
+    versioned = ds.copy(deep=False)
+    versioned.attrs = {k: v for k, v in ds.attrs.items() if k != SCHEMA_KEY}
+    versioned.attrs[SCHEMA_KEY] = version
+    return versioned
+
+
+def read_versioned_netcdf(
+    path: str | os.PathLike,
+    readable: int | Collection[int],
+    what: str,
+    unversioned: int | None,
+    rerun: str,
+) -> xr.Dataset:
+    """A whole netCDF file after its version is checked (see check_schema_version), without
+    the version attribute: the version is the file's, so data made from it (stats.nc from
+    bench.nc) does not inherit it."""
+    with xr.open_dataset(path, engine="h5netcdf") as ds:
+        found = schema_version(ds.attrs, unversioned)
+        check_schema_version(found, readable, path, what, rerun)
+        loaded = ds.load()
+    loaded.attrs.pop(SCHEMA_KEY, None)
+    return loaded
 
 
 def attr_value(value: Any) -> Any:

@@ -1,1 +1,1 @@
-"""Measuring one thing right: threads, the timing loop and lock, provenance, cells and checks."""
+"""Measuring one cell right, and the cross-checks of every adapter against the reference."""

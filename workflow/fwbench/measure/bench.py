@@ -14,20 +14,19 @@ import tempfile
 import threading
 import time
 import traceback
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from fwbench import frameworks
+from fwbench import frameworks, provenance
+from fwbench.host.contention import Thresholds
+from fwbench.host.harness import Timing, peak_rss_bytes, time_calls, timing_lock
+from fwbench.host.threads import setup_threads
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_FAILED
 from fwbench.io.joblog import flush_all
-from fwbench.measure import provenance
-from fwbench.measure.contention import Thresholds
-from fwbench.measure.harness import Timing, peak_rss_bytes, time_calls, timing_lock
-from fwbench.measure.threads import setup_threads
+from fwbench.plan.request import CellRequest
 
 TRACEBACK_TAIL_LINES = 15
 # The null-call baseline: enough calls for a stable median of a few-µs call, in a few ms.
@@ -38,52 +37,13 @@ class InjectedFailure(RuntimeError):
     """Raised on purpose in cells named by `bench.inject_failure` (tests of failure handling)."""
 
 
-@dataclass
-class CellRequest:
-    framework: str
-    mode: str
-    arch: str
-    batch: int
-    dims: dict[str, Any]
-    seed: int
-    device: str
-    threads: int
-    warmup: int
-    repeats: int
-    busy_threshold_cores: float
-    pressure_threshold: float | None
-    retries: int
-    timeout_s: float
-    inject_failure: bool = False
-    lock: str = "/tmp/fwbench-timing.lock"
-    versions: dict[str, str] = field(default_factory=dict)
-    process: int = 0  # which of the cell's fresh processes this is
-    compile_options: dict[str, Any] = field(default_factory=dict)  # torch.compile's
-    system: str = ""  # the config's name of the kind of node the cell belongs to
-    placement: dict[str, Any] = field(default_factory=dict)  # where the system's jobs run
-    min_sample_s: float = 0.0  # a timed sample holds enough calls to last this long
-
-    def settings_hash(self) -> str:
-        """What determines the cell: every process of a cell has the same hash."""
-        settings = asdict(self)
-        settings.pop("lock")
-        settings.pop("process")
-        return provenance.config_hash(settings)
-
-
 def _measure(request: CellRequest, cell: Cell) -> None:
     """Fill `cell` with the measurement; raises whatever the framework raises."""
-    from fwbench.model import cost, weights
+    from fwbench.model import weights
     from fwbench.model.specs import build_spec
 
     spec = build_spec(request.arch, request.dims)
-    analytic = cost.cost(spec, request.batch)
-    cell.scalars |= {
-        "flops": analytic.flops,
-        "bytes": analytic.bytes,
-        "activation_bytes": analytic.activation_bytes,
-        "working_set_bytes": analytic.working_set_bytes,
-    }
+    cell.scalars |= _analytic_cost(spec, request.batch)
     start = time.perf_counter()
     adapter = frameworks.load(request.framework)
     cell.attrs["import_s"] = time.perf_counter() - start
@@ -102,21 +62,44 @@ def _measure(request: CellRequest, cell: Cell) -> None:
     )
     prepared = runner.prepare(weights.make_input(spec, request.batch, request.seed))
     cell.attrs["build_s"] = time.perf_counter() - start
+    timing, attempts, contended = _time_cell(request, runner, prepared)
+    cell.latency_s = timing.latency_s
+    cell.scalars |= _timing_scalars(timing) | {"null_call_s": _null_call_s(adapter, request)}
+    cell.attrs |= {
+        "attempts": attempts,
+        "warmup_s": timing.warmup_s,
+        "contended": int(contended),
+    }
+    _describe_runner(runner, prepared, cell)
 
+
+def _analytic_cost(spec: Any, batch: int) -> dict[str, float]:
+    from fwbench.model import cost
+
+    analytic = cost.cost(spec, batch)
+    return {
+        "flops": analytic.flops,
+        "bytes": analytic.bytes,
+        "activation_bytes": analytic.activation_bytes,
+        "working_set_bytes": analytic.working_set_bytes,
+    }
+
+
+def _time_cell(request: CellRequest, runner: Any, prepared: Any) -> tuple[Timing, int, bool]:
+    """The timed samples, measured again up to `retries` times while contended (the first
+    call is the first attempt's); returns the timing kept, the attempts and its contention."""
     call = functools.partial(runner.call_in_context, prepared)
+    thresholds = Thresholds(request.pressure_threshold, request.busy_threshold_cores)
 
     def timed() -> Timing:
-        context = runner.timing_context
         return time_calls(
             call,
             runner.sync,
             request.warmup,
             request.repeats,
             request.min_sample_s,
-            context=context,
+            context=runner.timing_context,
         )
-
-    thresholds = Thresholds(request.pressure_threshold, request.busy_threshold_cores)
 
     def contended(timing: Timing) -> bool:
         return thresholds.contended(timing.cpu_pressure, timing.busy_cpu_other)
@@ -128,25 +111,13 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         timing = timed()
         timing.first_call_s = first_call_s
         attempts += 1
+    return timing, attempts, contended(timing)
 
-    floor = adapter.null_call(request.device)
-    null = time_calls(
-        floor.call, floor.sync, NULL_WARMUP, NULL_REPEATS, quiet_probe_s=0.0, context=floor.context
-    )
-    info = runner.compile_info()
-    counter, counter_note = runner.counter_flops(prepared)
-    device_peak = runner.peak_device_memory_bytes()
-    cell.latency_s = timing.latency_s
-    cell.scalars |= {
+
+def _timing_scalars(timing: Timing) -> dict[str, float]:
+    return {
         "first_call_s": timing.first_call_s,
         "calls_per_sample": timing.calls_per_sample,
-        "null_call_s": float(np.median(null.latency_s)),
-        "counter_flops": np.nan if counter is None else counter,
-        "peak_mem_bytes": device_peak if device_peak is not None else peak_rss_bytes(),
-        "compiled": float(info.compiled),
-        "graph_count": info.graph_count,
-        "graph_breaks": info.graph_breaks,
-        "fallbacks": info.fallbacks,
         "load_before": timing.load_before,
         "load_after": timing.load_after,
         "busy_cpu_other": timing.busy_cpu_other,
@@ -154,15 +125,36 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         "other_cores_during": timing.other_cores_during,
         "cpu_pressure": timing.cpu_pressure,
     }
+
+
+def _null_call_s(adapter: Any, request: CellRequest) -> float:
+    """The framework's dispatch floor, timed after the cell's samples."""
+    floor = adapter.null_call(request.device)
+    null = time_calls(
+        floor.call, floor.sync, NULL_WARMUP, NULL_REPEATS, quiet_probe_s=0.0, context=floor.context
+    )
+    return float(np.median(null.latency_s))
+
+
+def _describe_runner(runner: Any, prepared: Any, cell: Cell) -> None:
+    """What the framework says of the measured callable: compilation, counter, memory."""
+    info = runner.compile_info()
+    counter, counter_note = runner.counter_flops(prepared)
+    device_peak = runner.peak_device_memory_bytes()
+    cell.scalars |= {
+        "counter_flops": np.nan if counter is None else counter,
+        "peak_mem_bytes": device_peak if device_peak is not None else peak_rss_bytes(),
+        "compiled": float(info.compiled),
+        "graph_count": info.graph_count,
+        "graph_breaks": info.graph_breaks,
+        "fallbacks": info.fallbacks,
+    }
     cell.attrs |= {
         "compile_how": info.how,
         "eager_ops": info.eager_ops,
         "compile_details": info.details,
         "counter_note": counter_note,
         "peak_mem_kind": "device allocator peak" if device_peak is not None else "process RSS",
-        "attempts": attempts,
-        "warmup_s": timing.warmup_s,
-        "contended": int(contended(timing)),
     }
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 import xarray as xr
 from matplotlib.figure import Figure
 
-from fwbench.analysis.aggregate import one_system
 from fwbench.io.common import read_netcdf
+from fwbench.io.per_system import one_system
 from fwbench.present.figure_data import FigureInputs
 from fwbench.present.hardware_summary import read_hardware_summary
 from fwbench.present.plots_hardware import draw_hardware

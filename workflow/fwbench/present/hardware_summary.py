@@ -41,6 +41,7 @@ class HardwareSummary:
     memory_levels: dict[str, dict[str, Any]] = field(default_factory=dict)
     clock_hz: float | None = None
     clock_source: str = ""
+    system: str = ""  # the config's name of the system measured; "" in files before version 3
 
     @property
     def measured_bandwidth_Bps(self) -> float | None:
@@ -70,44 +71,15 @@ def hardware_from_document(document: dict[str, Any], source: str) -> HardwareSum
             f"{source} has no 'compute' section: not a hardware file written by "
             f"fwbench.hardware.characterize (keys: {', '.join(sorted(document)) or 'none'})"
         )
-    measured, measured_by, gemm, skipped = {}, {}, {}, {}
-    for dtype, entry in (lookup(document, "compute", "dtypes") or {}).items():
-        name = f"compute.dtypes.{dtype}"
-        measured[dtype] = _number(entry.get("best_flops_per_s"), f"{name}.best_flops_per_s", source)
-        measured_by[dtype] = entry.get("best_framework") or ""
-        if entry.get("skipped_reason"):
-            skipped[dtype] = str(entry["skipped_reason"])
-        gemm[dtype] = {
-            framework: float(result["flops_per_s"])
-            for framework, result in (entry.get("per_framework") or {}).items()
-            if isinstance(result, dict) and result.get("flops_per_s")
-        }
+    measured, measured_by, gemm, skipped = _compute(document, source)
     theory = document.get("theoretical") or {}
     theoretical = {
         dtype: _number(value, f"theoretical.flops_per_s.{dtype}", source)
         for dtype, value in (theory.get("flops_per_s") or {}).items()
     }
-    stream = {}
-    for kernel in STREAM_KERNELS:
-        value = lookup(document, "bandwidth", "kernels", kernel, "best_bandwidth_Bps")
-        rate = _number(value, f"bandwidth.kernels.{kernel}.best_bandwidth_Bps", source)
-        if rate is not None:
-            stream[kernel] = rate
+    stream = _stream(document, source)
     ridges = lookup(document, "ridge", "per_dtype") or {}
-    notes = [
-        f"STREAM: {lookup(document, 'bandwidth', key)}"
-        for key in ("error", "note")
-        if lookup(document, "bandwidth", key)
-    ]
-    for dtype, entry in (lookup(document, "compute", "dtypes") or {}).items():
-        if entry.get("above_theoretical"):
-            notes.append(
-                f"{dtype}: the measured GEMM peak is {entry.get('best_over_theoretical', 0):.2f}× "
-                "the theoretical one: the theoretical model (clock, FMA units) is too low"
-            )
-    for key in ("error", "note"):
-        if lookup(document, "memory", key):
-            notes.append(f"working-set sweep: {lookup(document, 'memory', key)}")
+    notes = _notes(document)
     gpu = lookup(document, "identity", "gpu") or {}
     cpu = lookup(document, "identity", "cpu") or {}
     threads = lookup(document, "provenance", "threads", "threads")
@@ -137,7 +109,55 @@ def hardware_from_document(document: dict[str, Any], source: str) -> HardwareSum
         memory_levels=_memory_levels(document, source),
         clock_hz=_number(lookup(document, "clock", "clock_hz"), "clock.clock_hz", source),
         clock_source=str(lookup(document, "theoretical", "isa_model", "clock_source") or ""),
+        system=str(document.get("system") or ""),
     )
+
+
+def _compute(document: dict[str, Any], source: str) -> tuple[dict, dict, dict, dict]:
+    """Per dtype: the measured peak, the framework that reached it, every framework's best
+    GEMM rate, and why a dtype was skipped."""
+    measured, measured_by, gemm, skipped = {}, {}, {}, {}
+    for dtype, entry in (lookup(document, "compute", "dtypes") or {}).items():
+        name = f"compute.dtypes.{dtype}"
+        measured[dtype] = _number(entry.get("best_flops_per_s"), f"{name}.best_flops_per_s", source)
+        measured_by[dtype] = entry.get("best_framework") or ""
+        if entry.get("skipped_reason"):
+            skipped[dtype] = str(entry["skipped_reason"])
+        gemm[dtype] = {
+            framework: float(result["flops_per_s"])
+            for framework, result in (entry.get("per_framework") or {}).items()
+            if isinstance(result, dict) and result.get("flops_per_s")
+        }
+    return measured, measured_by, gemm, skipped
+
+
+def _stream(document: dict[str, Any], source: str) -> dict[str, float]:
+    stream = {}
+    for kernel in STREAM_KERNELS:
+        value = lookup(document, "bandwidth", "kernels", kernel, "best_bandwidth_Bps")
+        rate = _number(value, f"bandwidth.kernels.{kernel}.best_bandwidth_Bps", source)
+        if rate is not None:
+            stream[kernel] = rate
+    return stream
+
+
+def _notes(document: dict[str, Any]) -> list[str]:
+    """What the reader should know: STREAM and sweep errors, peaks above the theory."""
+    notes = [
+        f"STREAM: {lookup(document, 'bandwidth', key)}"
+        for key in ("error", "note")
+        if lookup(document, "bandwidth", key)
+    ]
+    for dtype, entry in (lookup(document, "compute", "dtypes") or {}).items():
+        if entry.get("above_theoretical"):
+            notes.append(
+                f"{dtype}: the measured GEMM peak is {entry.get('best_over_theoretical', 0):.2f}× "
+                "the theoretical one: the theoretical model (clock, FMA units) is too low"
+            )
+    for key in ("error", "note"):
+        if lookup(document, "memory", key):
+            notes.append(f"working-set sweep: {lookup(document, 'memory', key)}")
+    return notes
 
 
 def _memory_levels(document: dict[str, Any], source: str) -> dict[str, dict[str, Any]]:

@@ -158,6 +158,14 @@ def draw_speedup(inputs: FigureInputs) -> Figure:
                     color=FLAG_COLOR,
                     fontweight="bold",
                 )
+    _speedup_axes(ax, drawn, archs, batch)
+    place_legend(figure, variant_handles(present, bars=True))
+    add_note(figure, _speedup_notes(inputs, missing, uncompiled))
+    return figure
+
+
+def _speedup_axes(ax, drawn: list[float], archs: list[str], batch: int) -> None:
+    """The 1× line, a log axis spanning every bar and whisker drawn, ticks and labels."""
     ax.axhline(1, color="black", linewidth=1)
     ax.set_yscale("log")
     ax.set_ylim(min(drawn) / 1.6, max(drawn) * 1.6)
@@ -168,7 +176,9 @@ def draw_speedup(inputs: FigureInputs) -> Figure:
     ax.set_ylabel("speedup over eager (eager ÷ compiled median)")
     ax.set_title(f"Compile speedup at batch {batch}: above 1× the compiled call is faster")
     ax.grid(True, axis="y", which="major", alpha=0.25)
-    place_legend(figure, variant_handles(present, bars=True))
+
+
+def _speedup_notes(inputs: FigureInputs, missing: list[str], uncompiled: list[str]) -> list[str]:
     notes = [
         f"Whiskers: {_confidence(inputs)} bootstrap CI of the ratio of medians. Warm calls only: "
         "the compile-speedup table gives the first call's overhead and the break-even call count.",
@@ -178,8 +188,7 @@ def draw_speedup(inputs: FigureInputs) -> Figure:
         notes.append(f"No speedup (this or its eager cell failed): {listed(missing)}.")
     if uncompiled:
         notes.append(f"† ran uncompiled (the framework fell back to eager): {listed(uncompiled)}.")
-    add_note(figure, notes)
-    return figure
+    return notes
 
 
 def draw_scaling(inputs: FigureInputs) -> Figure:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import xarray as xr
 from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.colors import LogNorm
@@ -125,40 +126,56 @@ def draw_roofline(inputs: FigureInputs) -> Figure:
         max(finite.max(), limits.ridge_flop_per_byte) * 3,
     )
     for ax, batch in zip(axes, batches, strict=False):
-        _draw_roofs(ax, limits, x_range)
-        columns = []
-        for arch in stats["arch"].values:
-            x = float(intensity.sel(arch=arch, batch=batch).max())
-            ys = achieved.sel(arch=arch, batch=batch)
-            if not np.isfinite(x) or not np.isfinite(ys.values).any():
-                continue
-            label = _column_label(stats, str(arch), batch)
-            columns.append((x, float(ys.min()), float(ys.max()), label))
-            for framework, mode in present:
-                y = ys.sel(framework=framework, mode=mode).item()
-                if np.isfinite(y):
-                    style = marker_style(framework, mode)
-                    ax.plot(x, y, linestyle="none", markersize=7, alpha=0.9, **style)
-        _label_columns(ax, columns)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        plain_log_ticks(ax, "x")
-        plain_log_ticks(ax, "y")
-        ax.set_title(f"batch {batch}")
-        ax.grid(True, which="major", alpha=0.25)
+        _draw_roofline_panel(ax, stats, limits, x_range, batch, intensity, achieved)
     spare = list(axes[len(batches) :])
     for ax in spare:
         ax.set_axis_off()
     figure.supxlabel("arithmetic intensity (FLOP/byte, analytic)")
     figure.supylabel("achieved throughput (GFLOP/s)")
-    roof_handles = [
+    place_legend(figure, [*variant_handles(present), *_roof_handles()], spare)
+    add_note(figure, _roofline_notes(stats, limits, batches))
+    return figure
+
+
+def _draw_roofline_panel(
+    ax, stats: xr.Dataset, limits: Roofs, x_range, batch: int, intensity, achieved
+) -> None:
+    """One batch's panel: the roofs, one column of points per architecture, log axes."""
+    _draw_roofs(ax, limits, x_range)
+    columns = []
+    for arch in stats["arch"].values:
+        x = float(intensity.sel(arch=arch, batch=batch).max())
+        ys = achieved.sel(arch=arch, batch=batch)
+        if not np.isfinite(x) or not np.isfinite(ys.values).any():
+            continue
+        label = _column_label(stats, str(arch), batch)
+        columns.append((x, float(ys.min()), float(ys.max()), label))
+        for framework, mode in variants(stats):
+            y = ys.sel(framework=framework, mode=mode).item()
+            if np.isfinite(y):
+                style = marker_style(framework, mode)
+                ax.plot(x, y, linestyle="none", markersize=7, alpha=0.9, **style)
+    _label_columns(ax, columns)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plain_log_ticks(ax, "x")
+    plain_log_ticks(ax, "y")
+    ax.set_title(f"batch {batch}")
+    ax.grid(True, which="major", alpha=0.25)
+
+
+def _roof_handles() -> list[Line2D]:
+    """The legend entries of the roofs (the variants' come from variant_handles)."""
+    return [
         Line2D([], [], color="black", linewidth=1.8, label="DRAM roof (measured)"),
         Line2D([], [], color="0.4", linewidth=1.1, label="cache-level roofs"),
         Line2D([], [], color="black", linestyle="-.", label="bf16 peak (measured)"),
         Line2D([], [], color="black", linestyle="--", label="theoretical"),
         Line2D([], [], color=NEUTRAL_COLOR, linestyle=":", label="DRAM ridge point"),
     ]
-    place_legend(figure, [*variant_handles(present), *roof_handles], spare)
+
+
+def _roofline_notes(stats: xr.Dataset, limits: Roofs, batches: list[int]) -> list[str]:
     notes = [
         f"Roofs: measured float32 GEMM peak {limits.peak_flops_per_s / GIGA:.1f} GFLOP/s, one "
         "bandwidth per memory level from the working-set sweep (DRAM: the faster of its "
@@ -169,8 +186,7 @@ def draw_roofline(inputs: FigureInputs) -> Figure:
     ]
     if not limits.theoretical_peak_flops_per_s and not limits.theoretical_bandwidth_Bps:
         notes.append("No theoretical ceiling is known for this device.")
-    add_note(figure, notes)
-    return figure
+    return notes
 
 
 # ---- efficiency heatmap --------------------------------------------------------------------

@@ -15,8 +15,8 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from fwbench.analysis.aggregate import SYSTEM, SYSTEM_ATTRS, systems_of
 from fwbench.io.dims import STATUS_OK
+from fwbench.io.per_system import SYSTEM, SYSTEM_ATTRS, systems_of
 from fwbench.present.figure_data import FigureInputs, variants
 from fwbench.present.style import add_note, group_offsets, new_figure, plain_log_ticks
 

@@ -70,25 +70,7 @@ def draw_training_time(train: xr.Dataset) -> Figure:
             run = train.sel(framework=framework, mode=mode, **group)
             if str(run["status"].item()) != STATUS_OK:
                 continue
-            steady = float(run["steady_epoch_time_s"])
-            overhead = float(run["first_epoch_overhead_s"])
-            style = bar_style(framework, mode)
-            time_ax.barh(row, steady, **style)
-            if math.isfinite(overhead) and overhead > 0:
-                time_ax.barh(
-                    row,
-                    overhead,
-                    left=steady,
-                    color="white",
-                    edgecolor=style["edgecolor"],
-                    hatch="xx",
-                    linewidth=0.8,
-                )
-            to_target = float(run["time_to_target_s"])
-            if math.isfinite(to_target):
-                target_ax.barh(row, to_target, **style)
-            else:
-                target_ax.text(0, row, " never reached", va="center", fontsize=8, color=FLAG_COLOR)
+            _draw_run_bars(time_ax, target_ax, run, row, bar_style(framework, mode))
             labels.append(f"{variant_label(framework, mode)} · {_group_title(group)}")
             row += 1
     if not labels:
@@ -96,17 +78,7 @@ def draw_training_time(train: xr.Dataset) -> Figure:
         message_axes(target_ax, "")
         add_note(figure, [f"Failed runs: {listed(_failed_runs(train))}."])
         return figure
-    time_ax.set_yticks(range(len(labels)), labels)
-    time_ax.invert_yaxis()
-    time_ax.set_xlabel("seconds per epoch")
-    time_ax.set_title("Epoch time\nsteady + first-epoch overhead", fontsize=10)
-    target = float(np.nanmax(train["target_accuracy"].values)) if "target_accuracy" in train else 0
-    target_ax.set_xlabel("seconds of training (evaluation excluded)")
-    target_ax.set_title(
-        f"Time to {target:.0%} validation accuracy\n(summed epoch times)", fontsize=10
-    )
-    for ax in (time_ax, target_ax):
-        ax.grid(True, axis="x", alpha=0.25)
+    _training_time_axes(time_ax, target_ax, train, labels)
     handles = [
         *variant_handles(present, bars=True),
         Patch(
@@ -120,6 +92,42 @@ def draw_training_time(train: xr.Dataset) -> Figure:
     failed = _failed_runs(train)
     add_note(figure, [f"Not drawn (run failed): {listed(failed)}." if failed else ""])
     return figure
+
+
+def _draw_run_bars(time_ax, target_ax, run: xr.Dataset, row: int, style: dict) -> None:
+    """One run's row: steady epoch time with its first-epoch overhead, and time to target."""
+    steady = float(run["steady_epoch_time_s"])
+    overhead = float(run["first_epoch_overhead_s"])
+    time_ax.barh(row, steady, **style)
+    if math.isfinite(overhead) and overhead > 0:
+        time_ax.barh(
+            row,
+            overhead,
+            left=steady,
+            color="white",
+            edgecolor=style["edgecolor"],
+            hatch="xx",
+            linewidth=0.8,
+        )
+    to_target = float(run["time_to_target_s"])
+    if math.isfinite(to_target):
+        target_ax.barh(row, to_target, **style)
+    else:
+        target_ax.text(0, row, " never reached", va="center", fontsize=8, color=FLAG_COLOR)
+
+
+def _training_time_axes(time_ax, target_ax, train: xr.Dataset, labels: list[str]) -> None:
+    time_ax.set_yticks(range(len(labels)), labels)
+    time_ax.invert_yaxis()
+    time_ax.set_xlabel("seconds per epoch")
+    time_ax.set_title("Epoch time\nsteady + first-epoch overhead", fontsize=10)
+    target = float(np.nanmax(train["target_accuracy"].values)) if "target_accuracy" in train else 0
+    target_ax.set_xlabel("seconds of training (evaluation excluded)")
+    target_ax.set_title(
+        f"Time to {target:.0%} validation accuracy\n(summed epoch times)", fontsize=10
+    )
+    for ax in (time_ax, target_ax):
+        ax.grid(True, axis="x", alpha=0.25)
 
 
 def draw_training_curves(train: xr.Dataset) -> Figure:

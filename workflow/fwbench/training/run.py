@@ -20,16 +20,16 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from fwbench import provenance
 from fwbench.frameworks import check_framework_mode, load
 from fwbench.frameworks.protocols import Trainer, TrainingAdapter
+from fwbench.host.contention import OtherCpu
+from fwbench.host.harness import peak_rss_bytes
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
 from fwbench.io.train_file import RunRecord
-from fwbench.measure import provenance
-from fwbench.measure.contention import OtherCpu
-from fwbench.measure.harness import peak_rss_bytes
 from fwbench.model import resnet
 from fwbench.training import data as datasets
-from fwbench.training.config import WEIGHT_DECAY_ON, parse_settings
+from fwbench.training.config import WEIGHT_DECAY_ON, TrainConfig, parse_settings
 
 # ---- metrics ------------------------------------------------------------------------------
 
@@ -137,6 +137,37 @@ def _train(
     device: str,
     threads: dict[str, Any] | None,
 ) -> None:
+    config = _checked_config(framework, mode, model, device, settings)
+    data = datasets.load_dataset(dataset, settings, seed)
+    spec = resnet.build_resnet(config.architectures[model], *data.image_shape, data.classes)
+    weights = resnet.make_weights(spec, seed)
+    orders = [
+        datasets.epoch_order(len(data.x_train), config.batch_size, epoch, seed)
+        for epoch in range(config.epochs)
+    ]
+    _record_setup(record, spec, data, config, orders)
+
+    setup_start = time.perf_counter()
+    module: TrainingAdapter = load(framework, "train")
+    trainer: Trainer = module.build(
+        spec,
+        weights,
+        config.optimizer,
+        steps_per_epoch=len(data.x_train) // config.batch_size,
+        mode=mode,
+        device=device,
+        threads=(threads or {}).get("threads"),
+        allow_tf32=config.allow_tf32,
+    )
+    record.scalars["setup_time_s"] = time.perf_counter() - setup_start
+    _run_epochs(record, trainer, module.INPUT_LAYOUT, data, orders, config.batch_size)
+    _record_outcome(record, trainer, config.target_accuracy)
+
+
+def _checked_config(
+    framework: str, mode: str, model: str, device: str, settings: dict[str, Any]
+) -> TrainConfig:
+    """The run's typed config; raises for what it cannot run (or was told to fail)."""
     check_framework_mode(framework, mode)
     if device not in ("cpu", "cuda"):
         raise ValueError(f"unknown device {device!r}; known: cpu, cuda")
@@ -149,20 +180,22 @@ def _train(
         raise ValueError(
             f"unknown model {model!r}; train.architectures has {sorted(config.architectures)}"
         )
+    return config
 
-    data = datasets.load_dataset(dataset, settings, seed)
-    spec = resnet.build_resnet(config.architectures[model], *data.image_shape, data.classes)
-    weights = resnet.make_weights(spec, seed)
-    steps_per_epoch = len(data.x_train) // config.batch_size
-    orders = [
-        datasets.epoch_order(len(data.x_train), config.batch_size, epoch, seed)
-        for epoch in range(config.epochs)
-    ]
+
+def _record_setup(
+    record: RunRecord,
+    spec: resnet.ResNetSpec,
+    data: datasets.Dataset,
+    config: TrainConfig,
+    orders: list[np.ndarray],
+) -> None:
+    """What the run trains on, in what order, before it starts."""
     record.attrs |= {
         "spec": dataclasses.asdict(spec),
         "epochs": config.epochs,
         "batch_size": config.batch_size,
-        "steps_per_epoch": steps_per_epoch,
+        "steps_per_epoch": len(data.x_train) // config.batch_size,
         "train_samples": len(data.x_train),
         "val_samples": len(data.x_val),
         "image_shape": list(data.image_shape),
@@ -172,22 +205,18 @@ def _train(
     }
     record.scalars["target_accuracy"] = config.target_accuracy
 
-    setup_start = time.perf_counter()
-    module: TrainingAdapter = load(framework, "train")
-    trainer: Trainer = module.build(
-        spec,
-        weights,
-        config.optimizer,
-        steps_per_epoch=steps_per_epoch,
-        mode=mode,
-        device=device,
-        threads=(threads or {}).get("threads"),
-        allow_tf32=config.allow_tf32,
-    )
-    record.scalars["setup_time_s"] = time.perf_counter() - setup_start
-    x_train = datasets.to_layout(data.x_train, module.INPUT_LAYOUT)
-    x_val = datasets.to_layout(data.x_val, module.INPUT_LAYOUT)
 
+def _run_epochs(
+    record: RunRecord,
+    trainer: Trainer,
+    layout: str,
+    data: datasets.Dataset,
+    orders: list[np.ndarray],
+    batch_size: int,
+) -> None:
+    """Train and evaluate epoch by epoch, each epoch's times, loss and accuracy recorded."""
+    x_train = datasets.to_layout(data.x_train, layout)
+    x_val = datasets.to_layout(data.x_val, layout)
     per_epoch = record.per_epoch
     for epoch, order in enumerate(orders):
         per_epoch["learning_rate"][epoch] = trainer.learning_rate()
@@ -199,10 +228,14 @@ def _train(
         per_epoch["train_loss"][epoch] = float(np.mean(losses))
         per_epoch["samples_per_s"][epoch] = order.size / per_epoch["epoch_time_s"][epoch]
         start = time.perf_counter_ns()
-        per_epoch["val_accuracy"][epoch] = _evaluate(trainer, x_val, data.y_val, config.batch_size)
+        per_epoch["val_accuracy"][epoch] = _evaluate(trainer, x_val, data.y_val, batch_size)
         per_epoch["eval_time_s"][epoch] = (time.perf_counter_ns() - start) * 1e-9
         trainer.end_epoch()
 
+
+def _record_outcome(record: RunRecord, trainer: Trainer, target_accuracy: float) -> None:
+    """The run's summary scalars and what the framework says about compilation."""
+    per_epoch = record.per_epoch
     overhead, steady = first_epoch_overhead(per_epoch["epoch_time_s"])
     info = trainer.compile_info()
     peak_device = trainer.peak_device_memory_bytes()
@@ -210,7 +243,7 @@ def _train(
         "first_epoch_overhead_s": overhead,
         "steady_epoch_time_s": steady,
         "time_to_target_s": time_to_target(
-            per_epoch["epoch_time_s"], per_epoch["val_accuracy"], config.target_accuracy
+            per_epoch["epoch_time_s"], per_epoch["val_accuracy"], target_accuracy
         ),
         "compiled": float(info.compiled),
         "graph_count": info.graph_count,

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fwbench.measure.harness import time_calls
+from fwbench.host.harness import time_calls
 
 DTYPES = {
     "float32": jnp.float32,

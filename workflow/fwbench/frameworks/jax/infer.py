@@ -13,7 +13,6 @@ device.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from typing import Any
 
@@ -21,72 +20,71 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from fwbench.frameworks import check_framework_mode, check_threads, refuse_compile_options
+from fwbench.frameworks import check_threads
+from fwbench.frameworks.base import BaseRunner, check_device
 from fwbench.frameworks.jax import models
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.model.specs import ArchSpec, CNNSpec, RecurrentSpec
 from fwbench.model.weights import Weights
 
-DEVICES = ("cpu", "cuda")
 # What XLA's cost_analysis counts: every op, elementwise ones included.
 COUNTER_SCOPE = "all"
 _LOOP_OF_MODE = {"eager": "python", "jit": "scan"}
 
 
-def jax_device(device: str) -> jax.Device:
-    """The first JAX device of platform `device` ("cpu" or "cuda")."""
-    if device not in DEVICES:
-        raise ValueError(f"unknown device {device!r}; known: {', '.join(DEVICES)}")
+def _cuda_available() -> bool:
     try:
-        return jax.devices(device)[0]
-    except RuntimeError as error:  # no such backend in this process (JAX_PLATFORMS, no GPU)
-        raise RuntimeError(
-            f"device {device!r} requested but jax {jax.__version__} has no {device} backend: "
-            f"{error}"
-        ) from error
+        return bool(jax.devices("cuda"))
+    except RuntimeError:  # no such backend in this process (JAX_PLATFORMS, no GPU)
+        return False
 
 
-class JaxRunner:
+def jax_device(device: str) -> jax.Device:
+    """The first JAX device of platform `device` ("cpu" or "cuda"), checked."""
+    check_device("jax", jax.__version__, device, _cuda_available)
+    return jax.devices(device)[0]
+
+
+class JaxRunner(BaseRunner):
     """One architecture in one mode on one JAX device (a frameworks.protocols.Runner).
 
     `forward(params, x)` is what a call runs: the plain function (eager) or its jax.jit.
     """
 
-    def __init__(self, spec: ArchSpec, weights: Weights, mode: str, device: str) -> None:
-        check_framework_mode("jax", mode)
-        self.spec = spec
-        self.mode = mode
-        self.device = device
-        self._device = jax_device(device)
+    FRAMEWORK = "jax"
+
+    def __init__(
+        self,
+        spec: ArchSpec,
+        weights: Weights,
+        mode: str,
+        device: str,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(spec, weights, mode, device, options)
+        self._device = jax.devices(device)[0]
         self.params = models.to_params(spec, weights, self._device)
         forward = models.forward_fn(spec, loop=_LOOP_OF_MODE[mode])
         self.forward = jax.jit(forward) if mode == "jit" else forward
 
-    def prepare(self, x: np.ndarray) -> jax.Array:
-        x = np.asarray(x)
-        batch = x.shape[0] if x.ndim else 0
-        expected = self.spec.input_shape(batch)
-        if x.shape != expected:
-            raise ValueError(
-                f"{self.spec.name}: input shape {x.shape} is not the neutral layout {expected}"
-            )
-        prepared = jax.device_put(models.to_layout(self.spec, x.astype(np.float32)), self._device)
+    @staticmethod
+    def version() -> str:
+        return jax.__version__
+
+    @staticmethod
+    def cuda_available() -> bool:
+        return _cuda_available()
+
+    def to_device(self, x: np.ndarray) -> jax.Array:
+        # The device is chosen by where the input is put: no timing_context is needed.
+        prepared = jax.device_put(models.to_layout(self.spec, x), self._device)
         return prepared.block_until_ready()
-
-    def __call__(self, prepared: jax.Array) -> jax.Array:
-        return self.call_in_context(prepared)
-
-    def timing_context(self) -> contextlib.nullcontext:
-        return contextlib.nullcontext()  # the device is chosen by where prepare put the input
 
     def call_in_context(self, prepared: jax.Array) -> jax.Array:
         return self.forward(self.params, prepared)
 
     def sync(self, output: jax.Array) -> None:
         jax.block_until_ready(output)
-
-    def to_numpy(self, output: jax.Array) -> np.ndarray:
-        return np.asarray(output)
 
     def compile_info(self) -> CompileInfo:
         details: dict[str, Any] = {
@@ -107,10 +105,8 @@ class JaxRunner:
             details=details,
         )
 
-    def peak_device_memory_bytes(self) -> int | None:
-        """The allocator's peak since the process started (JAX has no reset); None on CPU."""
-        if self.device != "cuda":
-            return None
+    def cuda_peak_memory_bytes(self) -> int | None:
+        """The allocator's peak since the process started (JAX has no reset)."""
         stats = self._device.memory_stats()
         return int(stats["peak_bytes_in_use"]) if stats else None
 
@@ -161,17 +157,8 @@ def null_call(device: str) -> NullCall:
     return NullCall(lambda: add_one(x), jax.block_until_ready)
 
 
-def build(
-    spec: ArchSpec,
-    weights: Weights,
-    mode: str,
-    device: str,
-    options: dict[str, Any] | None = None,
-) -> JaxRunner:
-    """A Runner for `spec` holding `weights` in `mode` on `device`; jax modes take no
-    compiler options."""
-    refuse_compile_options("jax", options)
-    return JaxRunner(spec, weights, mode, device)
+# A Runner for `spec` holding `weights` in `mode` on `device`; jax modes take no compile options.
+build = JaxRunner.build
 
 
 def set_threads(threads: int) -> dict[str, Any]:

@@ -19,9 +19,9 @@ from jax import lax
 
 from fwbench.frameworks import check_framework_mode
 from fwbench.frameworks.protocols import CompileInfo, TrainOptions
+from fwbench.model.optimizer import SGDConfig
 from fwbench.model.resnet import Conv, ResNetSpec, is_trainable
 from fwbench.model.weights import Weights
-from fwbench.training.config import SGDConfig
 
 INPUT_LAYOUT = "NHWC"
 Params = dict[str, jax.Array]

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from fwbench.frameworks.tensorflow.models import tf
-from fwbench.measure.harness import time_calls
+from fwbench.host.harness import time_calls
 
 DTYPES = {
     "float32": tf.float32,

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from fwbench.frameworks import check_framework_mode, check_threads, refuse_compile_options
+from fwbench.frameworks import check_threads
+from fwbench.frameworks.base import BaseRunner, check_device
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.tensorflow.models import build_model, tf
 from fwbench.model.specs import ArchSpec, CNNSpec
@@ -28,7 +29,7 @@ from fwbench.model.weights import Weights
 # What the TF profiler counts: matmuls, convolutions and bias adds (not activations).
 COUNTER_SCOPE = "matmul"
 
-DEVICES = {"cpu": "/CPU:0", "cuda": "/GPU:0"}
+_PLACEMENTS = {"cpu": "/CPU:0", "cuda": "/GPU:0"}
 _PLATFORMS = {"cpu": "CPU", "cuda": "GPU"}  # TF's platform names, for XLA's lowering
 
 # Ops whose arithmetic the TF profiler cannot see: it has no FLOP rule for Einsum, and it does
@@ -62,27 +63,35 @@ def set_threads(threads: int) -> dict[str, int]:
     }
 
 
+def _cuda_available() -> bool:
+    return bool(tf.config.list_physical_devices("GPU"))
+
+
 def _device_name(device: str) -> str:
-    if device not in DEVICES:
-        raise ValueError(f"unknown device {device!r}; known: {', '.join(DEVICES)}")
-    if device == "cuda" and not tf.config.list_physical_devices("GPU"):
-        raise RuntimeError("device 'cuda' requested but TensorFlow sees no GPU")
-    return DEVICES[device]
+    """TF's name of `device` ("cpu" or "cuda"), checked."""
+    check_device("tensorflow", tf.__version__, device, _cuda_available)
+    return _PLACEMENTS[device]
 
 
 def _op_counts(graph: tf.Graph) -> collections.Counter[str]:
     return collections.Counter(op.type for op in graph.get_operations())
 
 
-class TensorFlowRunner:
+class TensorFlowRunner(BaseRunner):
     """One Keras model in one mode on one device (see the module docstring for the modes)."""
 
-    def __init__(self, spec: ArchSpec, weights: Weights, mode: str, device: str) -> None:
-        check_framework_mode("tensorflow", mode)
-        self.spec = spec
-        self.mode = mode
-        self.device = device
-        self._device_name = _device_name(device)
+    FRAMEWORK = "tensorflow"
+
+    def __init__(
+        self,
+        spec: ArchSpec,
+        weights: Weights,
+        mode: str,
+        device: str,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(spec, weights, mode, device, options)
+        self._device_name = _PLACEMENTS[device]
         self._platform = _PLATFORMS[device]
         if device == "cuda":
             # TF runs float32 matmuls/convs in TF32 on Ampere and newer by default (10-bit
@@ -97,6 +106,14 @@ class TensorFlowRunner:
         if device == "cuda":
             tf.config.experimental.reset_memory_stats("GPU:0")
 
+    @staticmethod
+    def version() -> str:
+        return tf.__version__
+
+    @staticmethod
+    def cuda_available() -> bool:
+        return _cuda_available()
+
     def _forward(self, x: tf.Tensor) -> tf.Tensor:
         return self._model(x, training=False)
 
@@ -107,11 +124,8 @@ class TensorFlowRunner:
             return tf.function(self._forward, reduce_retracing=True)
         return tf.function(self._forward, jit_compile=True)
 
-    def prepare(self, x: np.ndarray) -> tf.Tensor:
-        """Neutral-layout numpy input → a float32 tensor on the device (NHWC for the CNN)."""
-        expected = self.spec.input_shape(x.shape[0] if x.ndim else 0)
-        if x.shape != expected:
-            raise ValueError(f"{self.spec.name}: input shape {x.shape} != expected {expected}")
+    def to_device(self, x: np.ndarray) -> tf.Tensor:
+        """A float32 tensor on the device (NHWC for the CNN)."""
         if isinstance(self.spec, CNNSpec):
             x = x.transpose(0, 2, 3, 1)
         host = np.ascontiguousarray(x, dtype=np.float32)
@@ -120,10 +134,6 @@ class TensorFlowRunner:
         self.sync(prepared)
         self._last_prepared = prepared
         return prepared
-
-    def __call__(self, prepared: tf.Tensor) -> tf.Tensor:
-        with self.timing_context():
-            return self.call_in_context(prepared)
 
     def timing_context(self) -> Any:
         return tf.device(self._device_name)
@@ -135,9 +145,6 @@ class TensorFlowRunner:
         # .numpy() copies the whole tensor to the host, which waits for every op producing it;
         # outputs are (batch, classes) logits, so the copy is negligible.
         output.numpy()
-
-    def to_numpy(self, output: tf.Tensor) -> np.ndarray:
-        return output.numpy()
 
     def compile_info(self) -> CompileInfo:
         """Valid after the first call; describes the graph traced for the last prepared input."""
@@ -190,9 +197,7 @@ class TensorFlowRunner:
             f"({instructions} instructions)"
         )
 
-    def peak_device_memory_bytes(self) -> int | None:
-        if self.device != "cuda":
-            return None
+    def cuda_peak_memory_bytes(self) -> int | None:
         return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
 
     def counter_flops(self, prepared: tf.Tensor) -> tuple[float | None, str]:
@@ -234,14 +239,6 @@ def null_call(device: str) -> NullCall:
     )
 
 
-def build(
-    spec: ArchSpec,
-    weights: Weights,
-    mode: str,
-    device: str,
-    options: dict[str, Any] | None = None,
-) -> TensorFlowRunner:
-    """A Runner for `spec` holding `weights` in `mode` on `device`; tensorflow modes take no
-    compiler options."""
-    refuse_compile_options("tensorflow", options)
-    return TensorFlowRunner(spec, weights, mode, device)
+# A Runner for `spec` holding `weights` in `mode` on `device`; tensorflow modes take no compile
+# options.
+build = TensorFlowRunner.build

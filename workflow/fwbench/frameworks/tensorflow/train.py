@@ -22,9 +22,9 @@ import numpy as np
 from fwbench.frameworks import check_framework_mode
 from fwbench.frameworks.protocols import CompileInfo, TrainOptions
 from fwbench.frameworks.tensorflow.models import tf
+from fwbench.model.optimizer import SGDConfig
 from fwbench.model.resnet import Conv, ResNetSpec, is_trainable
 from fwbench.model.weights import Weights
-from fwbench.training.config import SGDConfig
 
 INPUT_LAYOUT = "NHWC"
 

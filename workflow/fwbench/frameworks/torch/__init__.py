@@ -1,1 +1,15 @@
-"""The torch package: the only modules that import torch (infer, models, train, hardware)."""
+"""The torch package: the only modules that import torch (infer, models, train, hardware).
+This file does not: it holds torch's FrameworkInfo."""
+
+from fwbench.frameworks.info import FrameworkInfo
+
+INFO = FrameworkInfo(
+    name="torch",
+    modes=("eager", "compiled"),
+    distributions=("torch",),
+    # torch.compile's arguments, and inductor's freezing (frameworks.torch.infer)
+    compile_options=("mode", "fullgraph", "dynamic", "freezing"),
+    compile_modes=("compiled",),
+    compiled_variant=r"compiled_[a-z0-9_]+",
+    stream_probe=True,
+)

@@ -12,9 +12,10 @@ from typing import Any
 
 import torch
 
-from fwbench.hardware import stream
-from fwbench.hardware.levels import ARRAYS_PER_KERNEL, SWEEP_KERNELS
-from fwbench.measure.harness import time_calls
+from fwbench.frameworks.base import check_device
+from fwbench.host.harness import time_calls
+from fwbench.memory import stream
+from fwbench.memory.levels import ARRAYS_PER_KERNEL, SWEEP_KERNELS
 
 DTYPES = {
     "float32": torch.float32,
@@ -25,10 +26,7 @@ DTYPES = {
 
 
 def _device(device: str) -> torch.device:
-    if device == "cuda" and not torch.cuda.is_available():
-        raise RuntimeError("device 'cuda' requested but torch.cuda.is_available() is False")
-    if device not in ("cpu", "cuda"):
-        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
+    check_device("torch", torch.__version__, device, torch.cuda.is_available)
     return torch.device(device)
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from fwbench.frameworks import TORCH_COMPILE_OPTIONS, check_framework_mode, check_threads
+from fwbench.frameworks import check_threads
+from fwbench.frameworks.base import BaseRunner, check_device
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.torch.compile_info import (
     EagerOpRecorder,
@@ -25,7 +26,6 @@ from fwbench.frameworks.torch.models import build_module
 from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
 
-DEVICES = ("cpu", "cuda")
 # What FlopCounterMode counts: matmuls and convolutions, no elementwise ops.
 COUNTER_SCOPE = "matmul"
 
@@ -58,8 +58,10 @@ def _strict_float32_on_cuda() -> dict[str, bool]:
     return {"cuda.matmul.allow_tf32": False, "cudnn.allow_tf32": False}
 
 
-class TorchRunner:
+class TorchRunner(BaseRunner):
     """One torch model in one mode on one device (a frameworks.protocols.Runner)."""
+
+    FRAMEWORK = "torch"
 
     def __init__(
         self,
@@ -69,35 +71,30 @@ class TorchRunner:
         device: str,
         options: dict[str, Any] | None = None,
     ) -> None:
-        check_framework_mode("torch", mode)
-        self.options = dict(options or {})
-        unknown = sorted(set(self.options) - set(TORCH_COMPILE_OPTIONS))
-        if unknown:
-            known = ", ".join(TORCH_COMPILE_OPTIONS)
-            raise ValueError(f"unknown torch.compile options {unknown}; known: {known}")
-        if self.options and mode == "eager":
-            raise ValueError(f"eager takes no compile options, got {sorted(self.options)}")
-        if device not in DEVICES:
-            raise ValueError(f"unknown device {device!r}; known: {', '.join(DEVICES)}")
-        if device == "cuda" and not torch.cuda.is_available():
-            raise RuntimeError(
-                f"device 'cuda' requested but torch {torch.__version__} sees no CUDA device"
-            )
-        self.spec, self.mode, self.device = spec, mode, torch.device(device)
+        super().__init__(spec, weights, mode, device, options)
+        self._device = torch.device(device)
         # Numerics settings that change the function (TF32): recorded in compile_info details.
         self.settings: dict[str, Any] = {
             "float32_matmul_precision": torch.get_float32_matmul_precision()
         }
-        if self.device.type == "cuda":
+        if device == "cuda":
             self.settings |= _strict_float32_on_cuda()
             # Reset before the weights move so that the peak includes them.
-            torch.cuda.reset_peak_memory_stats(self.device)
-        self.module = build_module(spec, weights).to(self.device)
+            torch.cuda.reset_peak_memory_stats(self._device)
+        self.module = build_module(spec, weights).to(self._device)
         self._forward = self.module
         self._counters_at_build: Snapshot = {}
         self._recorder: EagerOpRecorder | None = None
         if mode != "eager":
             self._forward = self._compile()
+
+    @staticmethod
+    def version() -> str:
+        return torch.__version__
+
+    @staticmethod
+    def cuda_available() -> bool:
+        return torch.cuda.is_available()
 
     def _compile(self) -> Any:
         import torch._dynamo
@@ -118,20 +115,10 @@ class TorchRunner:
         torch._inductor.config.freezing = bool(options.pop("freezing", False))
         return torch.compile(self.module, **options)
 
-    def prepare(self, x: np.ndarray) -> torch.Tensor:
-        expected = self.spec.input_shape(len(x))
-        if x.shape != expected or x.dtype != np.float32:
-            raise ValueError(
-                f"{self.spec.name} input must be float32 of shape {expected}, "
-                f"got {x.dtype} of shape {x.shape}"
-            )
-        prepared = torch.from_numpy(np.ascontiguousarray(x)).to(self.device)
+    def to_device(self, x: np.ndarray) -> torch.Tensor:
+        prepared = torch.from_numpy(np.ascontiguousarray(x)).to(self._device)
         self.sync(prepared)
         return prepared
-
-    def __call__(self, prepared: torch.Tensor) -> torch.Tensor:
-        with self.timing_context():
-            return self.call_in_context(prepared)
 
     def timing_context(self) -> torch.inference_mode:
         return torch.inference_mode()
@@ -140,8 +127,8 @@ class TorchRunner:
         return self._forward(prepared)
 
     def sync(self, output: torch.Tensor) -> None:
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+        if self.device == "cuda":
+            torch.cuda.synchronize(self._device)
         # On the CPU every torch op has finished when it returns: nothing to wait for.
 
     def to_numpy(self, output: torch.Tensor) -> np.ndarray:
@@ -167,10 +154,8 @@ class TorchRunner:
             recorder=self._recorder,
         )
 
-    def peak_device_memory_bytes(self) -> int | None:
-        if self.device.type == "cuda":
-            return int(torch.cuda.max_memory_allocated(self.device))
-        return None
+    def cuda_peak_memory_bytes(self) -> int | None:
+        return int(torch.cuda.max_memory_allocated(self._device))
 
     def counter_flops(self, prepared: torch.Tensor) -> tuple[float | None, str]:
         """FlopCounterMode over one eager call (the counter cannot see into compiled kernels).
@@ -209,18 +194,12 @@ def _arguments(options: dict[str, Any]) -> str:
 
 def null_call(device: str) -> NullCall:
     """torch's dispatch floor: one add on a 1-element tensor under inference mode, synced."""
+    check_device("torch", torch.__version__, device, torch.cuda.is_available)
     x = torch.zeros(1, device=device)
     sync = (lambda _: torch.cuda.synchronize()) if device == "cuda" else (lambda _: None)
     return NullCall(lambda: torch.add(x, 1.0), sync, torch.inference_mode)
 
 
-def build(
-    spec: ArchSpec,
-    weights: Weights,
-    mode: str,
-    device: str,
-    options: dict[str, Any] | None = None,
-) -> TorchRunner:
-    """A Runner for `spec` holding `weights`, in `mode` ('eager', 'compiled', 'compiled_<name>')
-    on `device`, compiled with torch.compile `options` (TORCH_COMPILE_OPTIONS)."""
-    return TorchRunner(spec, weights, mode, device, options)
+# A Runner for `spec` holding `weights` in `mode` ('eager', 'compiled', 'compiled_<name>') on
+# `device`, compiled with torch.compile `options` (frameworks.compile_option_names("torch")).
+build = TorchRunner.build

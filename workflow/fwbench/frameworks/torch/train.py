@@ -19,9 +19,9 @@ from torch import nn
 from fwbench.frameworks import check_framework_mode
 from fwbench.frameworks.protocols import CompileInfo, TrainOptions
 from fwbench.frameworks.torch.compile_info import compile_info_since, counter_snapshot
+from fwbench.model.optimizer import SGDConfig
 from fwbench.model.resnet import Conv, ResNetSpec
 from fwbench.model.weights import Weights
-from fwbench.training.config import SGDConfig
 
 INPUT_LAYOUT = "NCHW"
 _BN_SLOTS = {

@@ -1,4 +1,4 @@
-"""The report's compile table: per variant how the framework says it compiled, whether it
+"""The method's compile table: per variant how the framework says it compiled, whether it
 really ran compiled, its graphs, breaks and fallbacks, and the ops left to eager kernels."""
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from fwbench.measure.contention import CpuPressure, OtherCpu
+from fwbench.host.contention import CpuPressure, OtherCpu
 
 
 @contextlib.contextmanager
@@ -99,7 +99,7 @@ def time_calls(
 
     `context` (the runner's framework context: inference mode, device scope) is entered once
     around all calls, so no timed call pays for entering it; the garbage collector is off
-    during the warm-up and timed calls. Contention (fwbench.measure.contention): CPU pressure
+    during the warm-up and timed calls. Contention (fwbench.host.contention): CPU pressure
     during the warm and timed calls, and other processes' CPU use during them and during a
     `quiet_probe_s` idle probe just before them.
     """

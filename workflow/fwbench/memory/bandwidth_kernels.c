@@ -1,5 +1,5 @@
 /* fwbench's working-set sweep kernels (likwid-bench / ERT style), loaded with ctypes by
- * fwbench.hardware.native. Each OpenMP thread allocates and first-touches its own arrays,
+ * fwbench.memory.native. Each OpenMP thread allocates and first-touches its own arrays,
  * then repeats one kernel `reps` times on them inside a single parallel region, so a point's
  * time holds no fork/join or dispatch per repetition. Bytes are counted as STREAM does (the
  * arrays a kernel names, no write-allocate). Element type: double.

@@ -11,7 +11,7 @@ from typing import Any
 
 import psutil
 
-from fwbench.measure.threads import affinity_cores
+from fwbench.host.threads import affinity_cores
 
 SYSFS_CPU = Path("/sys/devices/system/cpu")
 ISA_FLAGS = (

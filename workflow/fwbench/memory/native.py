@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from fwbench.hardware.levels import ARRAYS_PER_KERNEL, SWEEP_KERNELS
+from fwbench.memory.levels import ARRAYS_PER_KERNEL, SWEEP_KERNELS
 
 SOURCE = Path(__file__).with_name("bandwidth_kernels.c")
 CFLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC")

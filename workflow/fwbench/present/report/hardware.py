@@ -1,16 +1,15 @@
-"""The report's hardware section: measured and theoretical peaks, STREAM, the memory levels'
-bandwidths, the clock and ridges, from the hardware summary."""
+"""A system's hardware: measured and theoretical peaks, STREAM, the memory levels' bandwidths,
+the clock and ridges, from its hardware summary, and the roofline its efficiencies used."""
 
 from __future__ import annotations
 
-import xarray as xr
-
 from fwbench.present.format import MISSING, fixed, significant
-from fwbench.present.hardware_summary import HardwareSummary
+from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.tables import markdown_table
 
 
-def hardware_section(hardware: HardwareSummary | None, stats: xr.Dataset) -> str:
+def hardware_section(context: ReportContext, part: SystemPart) -> str:
+    hardware, stats = part.hardware, part.stats
     text = "## Hardware\n\n"
     if hardware is None:
         return text + "No hardware file was given: no measured limits.\n"

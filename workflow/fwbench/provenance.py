@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from fwbench.frameworks import DISTRIBUTIONS
-from fwbench.hardware.identity import nvidia_smi_identity
+from fwbench.host.identity import nvidia_smi_identity
 
 
 def host() -> str:

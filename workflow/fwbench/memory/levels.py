@@ -1,6 +1,6 @@
 """The memory hierarchy as the roofline sees it: level capacities for the threads a cell uses,
 the working-set sizes a bandwidth sweep visits, and one plateau bandwidth per level read off
-the swept curve. Framework-free and measurement-free (the sweep itself: fwbench.hardware.native
+the swept curve. Framework-free and measurement-free (the sweep itself: fwbench.memory.native
 on CPU, the torch hardware module on CUDA).
 
 Capacities: see CAPACITY_RULE.

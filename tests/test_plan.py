@@ -1,0 +1,221 @@
+"""The plan of a sweep, without Snakemake: cells, paths, order, requests, checks, baselines."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import fields
+
+import pytest
+
+from fwbench.plan import CellRequest, paths, refuse_moved_keys
+from fwbench.plan.versions import env_file, versions_source
+
+from conftest import REPO, SMOKE
+from plans import FAKE_VERSIONS, plan_of, validated
+
+DEFAULT = str(REPO / "config/config.yaml")
+
+
+def cell(**changes):
+    wildcards = dict(
+        system="local", framework="torch", version="0.0-fake", mode="eager", arch="mlp", batch="8"
+    )
+    return wildcards | changes
+
+
+def test_the_smoke_sweep_is_every_framework_mode_architecture_and_batch():
+    plan = plan_of(base=SMOKE)
+    config = plan.config
+    variants = sum(len(config["modes"][fw]) for fw in config["frameworks"])
+    assert len(plan.cells) == variants * len(config["architectures"]) * len(config["batch_sizes"])
+    assert {c["version"] for c in plan.cells if c["framework"] == "jax"} == {"0.0-fake"}
+    assert plan.cell_files[0] == paths.cell_file(plan.cells[0])
+    assert plan.cell_files[0].startswith("results/cells/local/")
+
+
+def test_the_default_sweep_has_140_cells():
+    assert len(plan_of(base=DEFAULT).cells) == 140
+
+
+def test_processes_beyond_the_first_add_a_suffix_and_nothing_else():
+    plan = plan_of({"bench": {"processes": 3}}, base=SMOKE)
+    assert len(plan.cell_files) == 3 * len(plan.cells)
+    first = paths.cell_file(plan.cells[0])
+    assert first.endswith(".nc") and "-p" not in first
+    assert paths.cell_file(plan.cells[0], 2) == first[: -len(".nc")] + "-p2.nc"
+    assert plan.cell_systems == ["local"] * len(plan.cell_files)
+
+
+def test_the_bench_order_is_a_seeded_shuffle_of_every_process():
+    plan = plan_of({"bench": {"processes": 2}}, base=SMOKE)
+    priorities = plan.bench_priorities
+    assert sorted(priorities.values()) == list(range(1, len(plan.cell_files) + 1))
+    assert priorities == plan_of({"bench": {"processes": 2}}, base=SMOKE).bench_priorities
+    by_place = sorted(priorities, key=priorities.get, reverse=True)
+    assert by_place != plan.cell_files, "the order is the listing order, not a shuffle"
+    reseeded = plan_of({"bench": {"processes": 2}, "seed": 1}, base=SMOKE).bench_priorities
+    assert reseeded != priorities
+    assert plan.ahead_of_bench > max(priorities.values())
+
+
+def test_a_job_priority_is_its_place_in_the_order():
+    plan = plan_of(base=SMOKE)
+    wildcards = dict(plan.cells[3]) | {"batch": str(plan.cells[3]["batch"])}
+    assert plan.bench_priority(wildcards) == plan.bench_priorities[plan.cell_files[3]]
+
+
+def test_a_request_holds_every_setting_of_its_cell_and_system():
+    plan = plan_of({"threads": 1, "bench": {"repeats": 7}}, base=SMOKE)
+    request = plan.cell_request(cell(process="0"))
+    assert (request.framework, request.mode, request.arch, request.batch) == (
+        "torch",
+        "eager",
+        "mlp",
+        8,
+    )
+    assert request.repeats == 7 and request.threads == 1 and request.system == "local"
+    assert request.versions == FAKE_VERSIONS["torch"]
+    assert request.dims == plan.config["dims"]["mlp"]
+    assert request.placement == {"device": "cpu", "threads": 1}
+    assert request.inject_failure is False and request.compile_options == {}
+
+
+def test_a_compiled_variant_gets_its_options_and_an_injected_failure_is_named():
+    overrides = {
+        "modes": {"torch": ["eager", "compiled_max"]},
+        "torch_compile": {"compiled_max": {"mode": "max-autotune"}},
+        "bench": {"inject_failure": ["torch/compiled_max/mlp"]},
+    }
+    request = plan_of(overrides, base=SMOKE).cell_request(cell(mode="compiled_max"))
+    assert request.compile_options == {"mode": "max-autotune"}
+    assert request.inject_failure is True
+
+
+@pytest.mark.parametrize(
+    "changes, named",
+    [
+        ({"mode": "jit"}, ["'jit'", "torch"]),
+        ({"version": "9.9"}, ["'9.9'", "'0.0-fake'"]),
+        ({"process": "1"}, ["process 1", "bench.processes is 1"]),
+    ],
+)
+def test_a_request_outside_the_config_is_refused_naming_it(changes, named):
+    with pytest.raises(ValueError) as error:
+        plan_of(base=SMOKE).cell_request(cell(**changes))
+    for text in named:
+        assert text in str(error.value)
+
+
+def test_a_request_round_trips_through_json_in_field_order_without_its_lock():
+    request = plan_of(base=SMOKE).cell_request(cell())
+    text = request.to_json()
+    assert list(json.loads(text)) == [f.name for f in fields(CellRequest) if f.name != "lock"]
+    again = CellRequest.from_json(text, lock="/tmp/other.lock")
+    assert again.lock == "/tmp/other.lock" and again.to_json() == text
+    assert again.settings_hash() == request.settings_hash()
+    with pytest.raises(ValueError, match="unknown field.*colour"):
+        CellRequest.from_json(json.dumps(json.loads(text) | {"colour": 1}))
+
+
+def test_every_process_of_a_cell_has_one_settings_hash_and_other_cells_another():
+    plan = plan_of({"bench": {"processes": 2}}, base=SMOKE)
+    first = plan.cell_request(cell())
+    assert plan.cell_request(cell(process="1")).settings_hash() == first.settings_hash()
+    assert plan.cell_request(cell(batch="1")).settings_hash() != first.settings_hash()
+
+
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        ({"modes": {"torch": ["eager", "compiled_x"]}}, ["compiled_x", "torch_compile"]),
+        ({"torch_compile": {"eager": {}}}, ["torch_compile.eager", "only compiled modes"]),
+        ({"torch_compile": {"compiled_y": {}}}, ["torch_compile.compiled_y", "does not list"]),
+        (
+            {"architectures": ["transformer"], "dims": {"transformer": {"d_model": 130}}},
+            ["dims.transformer", "d_model=130"],
+        ),
+    ],
+)
+def test_a_config_the_schema_accepts_but_the_plan_cannot_run_is_refused(overrides, named):
+    with pytest.raises(ValueError) as error:
+        plan_of(overrides, base=SMOKE)
+    for text in named:
+        assert text in str(error.value)
+
+
+def test_train_keys_that_moved_to_systems_are_refused_before_validation():
+    with pytest.raises(ValueError, match="train.gpus.*systems"):
+        refuse_moved_keys({"train": {"gpus": 1}})
+    refuse_moved_keys({"train": {"epochs": 1}})
+
+
+def test_versions_come_per_device_and_name_the_results_by_the_first_distribution():
+    asked = []
+
+    def versions_of(framework, device):
+        asked.append((framework, device))
+        return {"jax": f"1.{device}", "jaxlib": "1"}
+
+    overrides = {"frameworks": ["jax"], "systems": {"a": {}, "g": {"device": "cuda", "threads": 2}}}
+    config = validated(overrides, base=SMOKE)
+    from fwbench.plan import make_plan
+
+    plan = make_plan(config, versions_of=versions_of, read_disk=False)
+    assert sorted(asked) == [("jax", "cpu"), ("jax", "cuda")]
+    assert plan.version("a", "jax") == "1.cpu" and plan.version("g", "jax") == "1.cuda"
+    assert plan.wildcard_patterns()["version"] == r"1\.cpu|1\.cuda"
+
+
+def test_versions_under_conda_are_read_from_the_rules_env_files():
+    envs = REPO / "envs"
+    assert env_file(envs, "jax", "cuda").endswith("envs/jax-cuda.yaml")
+    assert env_file(envs, "analysis", "cuda").endswith("envs/analysis.yaml")
+    pinned = versions_source(envs)("jax", "cpu")
+    assert list(pinned)[0] == "jax"
+
+
+def test_a_training_mode_outside_the_config_is_refused_naming_it():
+    plan = plan_of(base=SMOKE)
+    run = plan.train_runs[0]
+    assert plan.train_versions(run) == FAKE_VERSIONS[run["framework"]]
+    with pytest.raises(ValueError, match="training mode 'nope'"):
+        plan.train_versions(run | {"mode": "nope"})
+
+
+def _write_cells(root, version, mtime):
+    directory = root / f"results/cells/local/torch/{version}/eager/mlp"
+    directory.mkdir(parents=True)
+    for name in ("b1.nc", "b8.nc"):
+        (directory / name).write_text("")
+        os.utime(directory / name, (mtime, mtime))
+
+
+def test_the_baseline_is_the_most_recently_written_earlier_version(tmp_path, monkeypatch):
+    now = time.time()
+    _write_cells(tmp_path, "1.0", now - 100)
+    _write_cells(tmp_path, "0.5", now - 10)  # older number, written later
+    _write_cells(tmp_path, "0.0-fake", now)  # the current version is never its own baseline
+    monkeypatch.chdir(tmp_path)
+    plan = plan_of(base=SMOKE, read_disk=True)
+    assert plan.baselines[("local", "torch")] == "0.5"
+    assert plan.baselines[("local", "jax")] is None
+    assert plan.compare_tables() == ["results/compare/local/torch.csv"]
+    chosen = plan_of({"compare": {"baseline": {"torch": "1.0"}}}, base=SMOKE, read_disk=True)
+    assert chosen.baselines[("local", "torch")] == "1.0"
+    with pytest.raises(ValueError, match="compare.baseline.torch.*'2.0'"):
+        plan_of({"compare": {"baseline": {"torch": "2.0"}}}, base=SMOKE, read_disk=True)
+
+
+def test_results_of_the_layout_before_systems_are_refused_naming_the_fix(tmp_path, monkeypatch):
+    (tmp_path / "results/cells/torch").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="results/cells/torch.*fwbench.io.migrate"):
+        plan_of(base=SMOKE, read_disk=True)
+
+
+def test_wildcards_allow_only_configured_values():
+    patterns = plan_of(base=SMOKE).wildcard_patterns()
+    assert patterns["arch"] == "mlp|lstm" and patterns["batch"] == "1|8"
+    assert patterns["system"] == "local" and patterns["process"] == "[1-9][0-9]*"

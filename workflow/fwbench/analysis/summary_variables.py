@@ -1,0 +1,85 @@
+"""The per-cell variables of stats.nc, with their units and descriptions, and stats.csv: the
+same variables as one row per cell (the files: fwbench.io.stats_file)."""
+
+from __future__ import annotations
+
+import pandas as pd
+import xarray as xr
+
+from fwbench.analysis.flags import FLAG_MEANINGS
+from fwbench.io.dims import STATUS_ABSENT
+
+# The per-cell numeric variables of stats.nc, with units; also columns of stats.csv.
+CELL_UNITS = {
+    "n": "1",
+    "median_s": "s",
+    "mean_s": "s",
+    "std_s": "s",
+    "cv_pct": "%",
+    "iqr_s": "s",
+    "min_s": "s",
+    "p95_s": "s",
+    "median_ci_low_s": "s",
+    "median_ci_high_s": "s",
+    "calls_per_sample": "1",
+    "first_call_s": "s",
+    "compile_overhead_s": "s",
+    "null_call_s": "s",
+    "flops": "FLOP",
+    "bytes": "B",
+    "working_set_bytes": "B",
+    "arithmetic_intensity": "FLOP/B",
+    "achieved_flops_per_s": "FLOP/s",
+    "lower_bound_s": "s",
+    "efficiency": "1",
+    "dram_lower_bound_s": "s",
+    "dram_efficiency": "1",
+    "speedup_vs_eager": "1",
+    "speedup_ci_low": "1",
+    "speedup_ci_high": "1",
+    "break_even_iterations": "1",
+    "compiled": "1",
+    "contended": "1",
+    "busy_cpu_other": "cores",
+    "cpu_pressure": "1",
+}
+# The ones taken from the aggregate as they are (NaN where a cell did not succeed).
+FROM_CELLS = (
+    "calls_per_sample",
+    "first_call_s",
+    "null_call_s",
+    "flops",
+    "bytes",
+    "working_set_bytes",
+    "compiled",
+    "contended",
+    "busy_cpu_other",
+    "cpu_pressure",
+)
+# The per-cell text variables, with descriptions; the first columns of stats.csv.
+CELL_TEXT = {
+    "status": "'ok' | 'failed' | 'absent' (no cell for this position)",
+    "error_type": "exception class of a failed cell",
+    "error": "why the cell failed",
+    "bound": "'compute' or 'memory': which roof sets the cache-aware lower bound",
+    "memory_level": "the memory level whose bandwidth bounds the cell: the smallest its working"
+    " set fits in ('' where the working set or the levels are unknown)",
+    "flags": "comma-separated: " + ", ".join(FLAG_MEANINGS),
+    "eager_ops": "ops a compiled mode left to the framework's eager kernels (torch inductor)",
+}
+
+
+def tidy(summary: xr.Dataset) -> pd.DataFrame:
+    """stats.csv: one row per measured or failed cell (absent positions left out), with its
+    system first where there are systems and framework_version after framework."""
+    frame = summary[list(CELL_TEXT) + list(CELL_UNITS)].to_dataframe().reset_index()
+    frame = frame[frame["status"] != STATUS_ABSENT]
+    if "framework_version" in summary:
+        versions = summary["framework_version"].to_dataframe().reset_index()
+        keys = [d for d in summary["framework_version"].dims]
+        frame = frame.merge(versions, on=keys, how="left")
+        columns = list(frame.columns)
+        columns.remove("framework_version")
+        columns.insert(columns.index("framework") + 1, "framework_version")
+        frame = frame[columns]
+    return frame.reset_index(drop=True)

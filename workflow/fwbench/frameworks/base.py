@@ -1,0 +1,131 @@
+"""What every framework's Runner does alike, once: the checks of mode, compile options, device
+and input, with one message each, and the call protocol around the timed call.
+
+An adapter's Runner subclasses `BaseRunner` and supplies only what differs: its framework's
+name and version, whether it sees a CUDA device, how an input reaches the device, the call,
+the sync and what it reports (frameworks.protocols.Runner).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import Any, ClassVar
+
+import numpy as np
+
+from fwbench.frameworks import check_compile_options, check_framework_mode
+from fwbench.frameworks.protocols import CompileInfo
+from fwbench.model.specs import ArchSpec
+from fwbench.model.weights import Weights
+
+DEVICES = ("cpu", "cuda")
+
+
+def check_device(framework: str, version: str, device: str, cuda_available: Callable[[], bool]):
+    """Raise ValueError for a device no adapter knows, RuntimeError for 'cuda' where the
+    framework sees no CUDA device; both name the device."""
+    if device not in DEVICES:
+        raise ValueError(f"unknown device {device!r}; known: {', '.join(DEVICES)}")
+    if device == "cuda" and not cuda_available():
+        raise RuntimeError(f"device 'cuda' requested but {framework} {version} sees no CUDA device")
+
+
+class BaseRunner(ABC):
+    """One model in one mode on one device. `build` checks the mode, its compile options and
+    the device before the subclass builds anything; `prepare` checks the input."""
+
+    FRAMEWORK: ClassVar[str]
+
+    def __init__(
+        self,
+        spec: ArchSpec,
+        weights: Weights,
+        mode: str,
+        device: str,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        check_framework_mode(self.FRAMEWORK, mode)
+        self.options = check_compile_options(self.FRAMEWORK, mode, options)
+        check_device(self.FRAMEWORK, self.version(), device, self.cuda_available)
+        self.spec, self.mode, self.device = spec, mode, device
+
+    @classmethod
+    def build(
+        cls,
+        spec: ArchSpec,
+        weights: Weights,
+        mode: str,
+        device: str,
+        options: dict[str, Any] | None = None,
+    ) -> BaseRunner:
+        """A Runner for `spec` holding `weights` in `mode` on `device`; `options`: the compile
+        options of a compiled mode (frameworks.compile_option_names), refused elsewhere."""
+        return cls(spec, weights, mode, device, options)
+
+    # ---- what every adapter supplies ---------------------------------------------------------
+
+    @staticmethod
+    @abstractmethod
+    def version() -> str:
+        """The framework's version, for messages."""
+
+    @staticmethod
+    @abstractmethod
+    def cuda_available() -> bool:
+        """Whether the framework sees a CUDA device in this process."""
+
+    @abstractmethod
+    def to_device(self, x: np.ndarray) -> Any:
+        """A checked float32 neutral-layout input in the framework's layout on the device,
+        synced."""
+
+    @abstractmethod
+    def call_in_context(self, prepared: Any) -> Any:
+        """One forward pass, inside timing_context(): what the harness times."""
+
+    @abstractmethod
+    def sync(self, output: Any) -> None:
+        """Block until `output` is computed."""
+
+    @abstractmethod
+    def compile_info(self) -> CompileInfo:
+        """Valid after the first call."""
+
+    @abstractmethod
+    def cuda_peak_memory_bytes(self) -> int | None:
+        """The framework allocator's peak on the CUDA device."""
+
+    @abstractmethod
+    def counter_flops(self, prepared: Any) -> tuple[float | None, str]:
+        """The framework's own FLOP count for one call, or None and why not."""
+
+    # ---- alike for every adapter -------------------------------------------------------------
+
+    def prepare(self, x: np.ndarray) -> Any:
+        """Check a neutral-layout input (float32, the spec's shape) and move it to the device."""
+        x = np.asarray(x)
+        expected = self.spec.input_shape(x.shape[0] if x.ndim else 0)
+        if x.shape != expected or x.dtype != np.float32:
+            raise ValueError(
+                f"{self.spec.name} input must be float32 of shape {expected}, "
+                f"got {x.dtype} of shape {x.shape}"
+            )
+        return self.to_device(x)
+
+    def __call__(self, prepared: Any) -> Any:
+        with self.timing_context():
+            return self.call_in_context(prepared)
+
+    def timing_context(self) -> AbstractContextManager:
+        """The framework state a call runs in; none unless the adapter needs one."""
+        return contextlib.nullcontext()
+
+    def to_numpy(self, output: Any) -> np.ndarray:
+        return np.asarray(output)
+
+    def peak_device_memory_bytes(self) -> int | None:
+        """The framework allocator's peak on an accelerator; None on CPU."""
+        return self.cuda_peak_memory_bytes() if self.device == "cuda" else None

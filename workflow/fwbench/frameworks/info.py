@@ -1,0 +1,34 @@
+"""What differs per framework, as data: a FrameworkInfo record in each framework package's
+`__init__.py`, readable without importing the framework."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class FrameworkInfo:
+    """One framework as the rest of fwbench sees it before (or without) importing it."""
+
+    name: str
+    modes: tuple[str, ...]
+    # The distributions that may provide the framework: the first installed one's version
+    # names its results. `recorded`: others whose versions are recorded with them (and rerun
+    # its cells when they change).
+    distributions: tuple[str, ...]
+    recorded: tuple[str, ...] = ()
+    # Environment the framework must see before its import, per device ("cpu", "cuda").
+    pre_import_env: Mapping[str, Mapping[str, str]] = field(
+        default_factory=lambda: {"cpu": {}, "cuda": {}}
+    )
+    # The compiler options a compiled mode takes (config `<framework>_compile`); empty: the
+    # framework's modes take none.
+    compile_options: tuple[str, ...] = ()
+    # The modes that take those options, and the pattern of further compiled variants
+    # (`compiled_<name>`, each with its own options) or None where there are none.
+    compile_modes: tuple[str, ...] = ()
+    compiled_variant: str | None = None
+    # Its hardware probe is a frameworks.protocols.StreamProbe: it runs STREAM and the
+    # working-set sweep on CUDA, and names the GPU.
+    stream_probe: bool = False

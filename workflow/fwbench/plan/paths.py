@@ -1,0 +1,77 @@
+"""Where every file of a sweep lives, relative to the working directory: one author per path.
+
+A cell's path names its system, framework, framework version, mode, architecture and batch, so
+an upgrade of one framework writes new cells beside the old ones and reruns nothing else.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+HARDWARE = "results/hardware/{system}.json"
+CELL = "results/cells/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
+CELL_LOG = "results/logs/bench/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
+CHECKS = "results/checks/{system}/{framework}/{version}/{name}.csv"
+TRAIN_RUN = "results/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}.nc"
+TABLE = "results/summary/{system}/tables/{stem}.md"
+COMPARE_TABLE = "results/compare/{system}/{framework}.csv"
+STAGES_BEFORE_SYSTEMS = ("cells", "train", "checks")
+
+
+def process_suffix(process: int) -> str:
+    """Process 0 is the cell file of a one-process sweep; process k adds `-p<k>`."""
+    return f"-p{process}" if process else ""
+
+
+def cell_file(cell: Mapping[str, Any], process: int = 0) -> str:
+    return CELL.format(**cell) + f"{process_suffix(process)}.nc"
+
+
+def checks_file(system: str, framework: str, version: str, name: str) -> str:
+    return CHECKS.format(system=system, framework=framework, version=version, name=name)
+
+
+def table_file(name: str, table_batch: int, system: str = "{system}") -> str:
+    """A summary table of a system; the latency table is the one of the table batch."""
+    stem = f"latency_b{table_batch}" if name == "latency" else name
+    return TABLE.format(system=system, stem=stem)
+
+
+def cells_on_disk(system: str, framework: str, version: str) -> list[str]:
+    """Every cell file of one version of a framework on a system (all processes)."""
+    return sorted(
+        glob.glob(
+            CELL.format(
+                system=system, framework=framework, version=version, mode="*", arch="*", batch="*"
+            )
+            + ".nc"
+        )
+    )
+
+
+def versions_on_disk(system: str, framework: str) -> list[str]:
+    """The versions of a framework that have cell files on a system."""
+    root = f"results/cells/{system}/{framework}"
+    names = sorted(os.listdir(root)) if os.path.isdir(root) else []
+    return [name for name in names if cells_on_disk(system, framework, name)]
+
+
+def refuse_layout_before_systems(frameworks: Iterable[str]) -> None:
+    """Results named by a framework where a system name belongs now stop the workflow with
+    the command that moves them."""
+    old = sorted(
+        f"results/{stage}/{fw}"
+        for stage in STAGES_BEFORE_SYSTEMS
+        for fw in frameworks
+        if os.path.isdir(f"results/{stage}/{fw}")
+    )
+    if old:
+        raise ValueError(
+            f"{', '.join(old)}: results of the layout before systems "
+            "(results/<stage>/<framework>/...). Move them under the system that measured them "
+            "with `python -m fwbench.io.migrate --system <name>` (the default config's machine: "
+            "`--system local`; see README), or move them away."
+        )

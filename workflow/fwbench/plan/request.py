@@ -1,0 +1,67 @@
+"""A bench job's request: every setting that determines one cell and process, as one type.
+
+The plan builds it (`Plan.cell_request`), the workflow passes it to the job as JSON (a change in
+any field reruns exactly that cell), and the job reads it back with `CellRequest.from_json`.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+DEFAULT_LOCK = "/tmp/fwbench-timing.lock"
+
+
+@dataclass
+class CellRequest:
+    """Field order is the JSON's: the workflow compares it as text to decide reruns."""
+
+    system: str  # the config's name of the kind of node the cell belongs to
+    placement: dict[str, Any]  # where the system's jobs run
+    framework: str
+    mode: str
+    arch: str
+    batch: int
+    dims: dict[str, Any]
+    seed: int
+    device: str
+    threads: int
+    warmup: int
+    repeats: int
+    min_sample_s: float  # a timed sample holds enough calls to last this long
+    busy_threshold_cores: float
+    pressure_threshold: float | None
+    retries: int
+    timeout_s: float
+    inject_failure: bool
+    versions: dict[str, str]  # the first distribution names the framework's results
+    process: int  # which of the cell's fresh processes this is
+    compile_options: dict[str, Any]
+    # Where the host's timing jobs meet: not a property of the cell, so not in its JSON.
+    lock: str = DEFAULT_LOCK
+
+    def settings_hash(self) -> str:
+        """What determines the cell: every process of a cell has the same hash."""
+        from fwbench.provenance import config_hash
+
+        settings = asdict(self)
+        settings.pop("lock")
+        settings.pop("process")
+        return config_hash(settings)
+
+    def to_json(self) -> str:
+        """The request without its lock, in field order (a framework's first distribution in
+        `versions` is the one that names its results)."""
+        settings = asdict(self)
+        settings.pop("lock")
+        return json.dumps(settings)
+
+    @classmethod
+    def from_json(cls, text: str, lock: str = DEFAULT_LOCK) -> CellRequest:
+        """The request `to_json` wrote; raises naming any field this version does not know."""
+        settings = json.loads(text)
+        unknown = sorted(set(settings) - {f.name for f in fields(cls)})
+        if unknown:
+            raise ValueError(f"cell request: unknown field(s) {', '.join(unknown)}")
+        return cls(**settings, lock=lock)

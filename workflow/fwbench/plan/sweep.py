@@ -1,0 +1,267 @@
+"""The Plan: the systems, versions, cells, processes, order, runs and requests of one sweep."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+import fwbench.plan.paths as paths
+from fwbench import frameworks
+from fwbench.host.threads import resolve_threads
+from fwbench.plan.baselines import baselines
+from fwbench.plan.checks import check_config, compile_options_key
+from fwbench.plan.request import CellRequest
+from fwbench.plan.versions import VersionsOf, versions_source
+from fwbench.rng import seeded_shuffle
+from fwbench.systems import System, parse_systems
+
+CELL_KEYS = ("system", "framework", "version", "mode", "arch", "batch")
+
+
+@dataclass
+class Plan:
+    """Everything a sweep runs, derived from a validated config (see make_plan)."""
+
+    config: Mapping[str, Any]
+    systems: dict[str, System]
+    versions: dict[tuple[str, str], dict[str, str]]  # (system, framework) -> distributions
+    baselines: dict[tuple[str, str], str | None] = field(default_factory=dict)
+
+    @property
+    def frameworks(self) -> list[str]:
+        return list(self.config["frameworks"])
+
+    @property
+    def processes(self) -> int:
+        return self.config["bench"]["processes"]
+
+    def version(self, system: str, framework: str) -> str:
+        """The version that names a framework's results on a system."""
+        return next(iter(self.versions[(system, framework)].values()))
+
+    @cached_property
+    def cells(self) -> list[dict[str, Any]]:
+        """system × framework × mode × arch × batch, each with its framework's version."""
+        return [
+            dict(
+                system=s,
+                framework=fw,
+                version=self.version(s, fw),
+                mode=mode,
+                arch=arch,
+                batch=batch,
+            )
+            for s in self.systems
+            for fw in self.frameworks
+            for mode in self.config["modes"][fw]
+            for arch in self.config["architectures"]
+            for batch in self.config["batch_sizes"]
+        ]
+
+    @cached_property
+    def cell_files(self) -> list[str]:
+        return [paths.cell_file(c, p) for c in self.cells for p in range(self.processes)]
+
+    @cached_property
+    def cell_systems(self) -> list[str]:
+        """The system of each of cell_files, in the same order."""
+        return [c["system"] for c in self.cells for _ in range(self.processes)]
+
+    @cached_property
+    def bench_priorities(self) -> dict[str, int]:
+        """Every cell's processes in one seeded shuffled order, as job priorities (the
+        scheduler starts the ready timing job of highest priority), so drift over the sweep is
+        not confounded with the framework or the mode."""
+        order = seeded_shuffle(self.cell_files, self.config["seed"], "bench order")
+        return {path: len(order) - place for place, path in enumerate(order)}
+
+    @property
+    def ahead_of_bench(self) -> int:
+        """The priority of the hardware and checks jobs: before every cell, so a failure there
+        (no C compiler, a wrong output) shows in the first minutes, not the last."""
+        return len(self.cell_files) + 1
+
+    def bench_priority(self, wildcards: Mapping[str, Any]) -> int:
+        cell = {key: wildcards[key] for key in CELL_KEYS}
+        return self.bench_priorities.get(paths.cell_file(cell, _process(wildcards)), 0)
+
+    def hardware_files(self) -> list[str]:
+        return [paths.HARDWARE.format(system=name) for name in self.systems]
+
+    def check_runs(self) -> list[tuple[str, str, str]]:
+        """(system, framework, version) of every checks job."""
+        return [(s, fw, self.version(s, fw)) for s in self.systems for fw in self.frameworks]
+
+    def check_files(self, name: str) -> list[str]:
+        return [paths.checks_file(s, fw, v, name) for s, fw, v in self.check_runs()]
+
+    def _check_cell(self, wildcards: Mapping[str, Any]) -> None:
+        """A requested cell must be one the config sweeps, at the installed version."""
+        fw, mode, system = wildcards["framework"], wildcards["mode"], wildcards["system"]
+        if mode not in self.config["modes"][fw]:
+            raise ValueError(
+                f"mode {mode!r} is not configured for {fw} (modes.{fw}: {self.config['modes'][fw]})"
+            )
+        installed = self.version(system, fw)
+        if wildcards["version"] != installed:
+            raise ValueError(
+                f"{fw} results for version {wildcards['version']!r} cannot be computed here: "
+                f"the {fw} of system {system!r} is {installed!r}"
+            )
+        process = _process(wildcards)
+        if process >= self.processes:
+            raise ValueError(
+                f"process {process} of {fw}/{mode}/{wildcards['arch']}/b{wildcards['batch']}: "
+                f"bench.processes is {self.processes} (processes 0-{self.processes - 1})"
+            )
+
+    def cell_request(self, wildcards: Mapping[str, Any]) -> CellRequest:
+        """Everything that determines one cell and process (the bench job's request)."""
+        self._check_cell(wildcards)
+        fw, mode, arch = wildcards["framework"], wildcards["mode"], wildcards["arch"]
+        bench, system = self.config["bench"], self.systems[wildcards["system"]]
+        return CellRequest(
+            system=system.name,
+            placement=system.placement(),
+            framework=fw,
+            mode=mode,
+            arch=arch,
+            batch=int(wildcards["batch"]),
+            dims=self.config["dims"][arch],
+            seed=self.config["seed"],
+            device=system.device,
+            threads=system.threads,
+            warmup=bench["warmup"],
+            repeats=bench["repeats"],
+            min_sample_s=bench["min_sample_s"],
+            busy_threshold_cores=bench["busy_threshold_cores"],
+            pressure_threshold=bench["pressure_threshold"],
+            retries=bench["retries"],
+            timeout_s=bench["timeout_s"],
+            inject_failure=f"{fw}/{mode}/{arch}" in bench["inject_failure"],
+            versions=self.versions[(system.name, fw)],
+            process=_process(wildcards),
+            compile_options=self.compile_options(fw, mode),
+        )
+
+    def compile_options(self, framework: str, mode: str) -> dict[str, Any]:
+        if not frameworks.takes_compile_options(framework):
+            return {}
+        return dict((self.config.get(compile_options_key(framework)) or {}).get(mode, {}))
+
+    @cached_property
+    def train_runs(self) -> list[dict[str, Any]]:
+        train = self.config["train"]
+        return [
+            dict(
+                system=s,
+                framework=fw,
+                version=self.version(s, fw),
+                mode=mode,
+                model=model,
+                dataset=dataset,
+            )
+            for s in self.systems
+            for fw in self.frameworks
+            for mode in train["modes"][fw]
+            for model in train["models"]
+            for dataset in train["datasets"]
+        ]
+
+    def train_versions(self, wildcards: Mapping[str, Any]) -> dict[str, str]:
+        """The versions a train job records; raises for a mode the config does not train."""
+        fw, modes = wildcards["framework"], self.config["train"]["modes"]
+        if wildcards["mode"] not in modes[fw]:
+            raise ValueError(
+                f"training mode {wildcards['mode']!r} is not configured for {fw} "
+                f"(train.modes.{fw}: {modes[fw]})"
+            )
+        return self.versions[(wildcards["system"], fw)]
+
+    def table_files(self, name: str) -> list[str]:
+        """A summary table's path for every system, in the systems' order."""
+        batch = self.config["stats"]["table_batch"]
+        return [paths.table_file(name, batch, system) for system in self.systems]
+
+    def compare_tables(self) -> list[str]:
+        return [
+            paths.COMPARE_TABLE.format(system=s, framework=fw)
+            for (s, fw), baseline in self.baselines.items()
+            if baseline
+        ]
+
+    def current_cells(self, system: str, framework: str) -> list[str]:
+        return [
+            paths.cell_file(cell, p)
+            for cell in self.cells
+            if (cell["system"], cell["framework"]) == (system, framework)
+            for p in range(self.processes)
+        ]
+
+    def wildcard_patterns(self) -> dict[str, str]:
+        """Every wildcard's allowed values as a regex: a target outside the config is a
+        missing-rule error, not a silent run. Only the current versions: earlier versions'
+        cells are plain input files (compare), never something to recompute."""
+        train = self.config["train"]
+        modes = {m for fw in self.frameworks for m in self.config["modes"][fw]}
+        modes |= {m for fw in self.frameworks for m in train["modes"][fw]}
+        versions = {self.version(s, fw) for s, fw in self.versions}
+        return {
+            "system": _alternatives(self.systems),
+            "framework": _alternatives(self.frameworks),
+            "mode": _alternatives(sorted(modes)),
+            "model": _alternatives(train["models"]),
+            "dataset": _alternatives(train["datasets"]),
+            "arch": _alternatives(self.config["architectures"]),
+            "batch": _alternatives(self.config["batch_sizes"]),
+            "process": r"[1-9][0-9]*",
+            "version": _alternatives(sorted(versions)),
+        }
+
+
+def _process(wildcards: Mapping[str, Any]) -> int:
+    return int(wildcards.get("process", 0) or 0)
+
+
+def _alternatives(values) -> str:
+    return "|".join(re.escape(str(value)) for value in values)
+
+
+def make_plan(
+    config: Mapping[str, Any],
+    versions_of: VersionsOf | None = None,
+    remote: bool = False,
+    read_disk: bool = True,
+) -> Plan:
+    """The plan of a config validated against the schemas (defaults filled in).
+
+    `versions_of(framework, device)`: where versions come from (default: this Python
+    environment; see versions_source). `remote`: the jobs go to a cluster, so `threads: auto`
+    is refused. `read_disk`: look for earlier versions' cells (compare baselines) and results
+    of the layout before systems in the working directory.
+    """
+    check_config(config)
+    if read_disk:
+        paths.refuse_layout_before_systems(frameworks.MODES)
+    versions_of = versions_of or versions_source(None)
+    systems = parse_systems(
+        config, resolve_threads, reserved=tuple(frameworks.MODES), remote=remote
+    )
+    by_device = {
+        (device, fw): versions_of(fw, device)
+        for device in sorted({system.device for system in systems.values()})
+        for fw in config["frameworks"]
+    }
+    versions = {
+        (name, fw): by_device[(system.device, fw)]
+        for name, system in systems.items()
+        for fw in config["frameworks"]
+    }
+    plan = Plan(config, systems, versions)
+    if read_disk:
+        current = {key: plan.version(*key) for key in versions}
+        plan.baselines = baselines(current, config["compare"]["baseline"])
+    return plan

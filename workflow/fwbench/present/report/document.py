@@ -1,0 +1,77 @@
+"""The report in order, results first: the header and the cross-checks' one-line verdict, the
+systems side by side, then per system its results (figures, winners, statistics tables), its
+failed and flagged cells, its hardware and method; then training, changes since the previous
+version, the cross-checks in full, and the statistics file. One context, loaded once, feeds
+every section."""
+
+from __future__ import annotations
+
+from fwbench.io.atomic import write_text
+from fwbench.present.report.checks import checks_section, verdict_line
+from fwbench.present.report.compare import compare_section
+from fwbench.present.report.context import (
+    PathLike,
+    ReportContext,
+    ReportInputs,
+    SystemPart,
+    load_context,
+)
+from fwbench.present.report.hardware import hardware_section
+from fwbench.present.report.header import header_section
+from fwbench.present.report.markdown import demote
+from fwbench.present.report.method import method_section
+from fwbench.present.report.problems import problems_section
+from fwbench.present.report.results import (
+    figures_section,
+    statistics_tables_section,
+    winners_section,
+)
+from fwbench.present.report.systems import systems_section
+from fwbench.present.report.training import training_section
+
+
+def render(context: ReportContext) -> str:
+    """The report's Markdown from its context."""
+    sections = [header_section(context), verdict_line(context), systems_section(context)]
+    sections += [system_part(context, part) for part in context.parts]
+    sections += [
+        training_section(context),
+        compare_section(context),
+        checks_section(context),
+        footer_section(context),
+    ]
+    return "\n".join(section for section in sections if section)
+
+
+def system_part(context: ReportContext, part: SystemPart) -> str:
+    """One system's sections; under a `# System` heading when there are systems."""
+    per_system = (
+        figures_section,
+        winners_section,
+        statistics_tables_section,
+        problems_section,
+        hardware_section,
+        method_section,
+    )
+    texts = [section(context, part) for section in per_system]
+    body = "\n".join(text for text in texts if text)
+    if part.name is None:
+        return body
+    heading = f"# System `{part.name}`" + (f": {part.described}" if part.described else "")
+    return demote(heading + "\n" + body, 1)
+
+
+def footer_section(context: ReportContext) -> str:
+    return f"\n---\nStatistics of every cell: `{context.stats_csv_name}` ({context.cells} rows).\n"
+
+
+def render_report(inputs: ReportInputs, report_path: PathLike) -> str:
+    """The report's Markdown; figure links are relative to `report_path`'s directory."""
+    return render(load_context(inputs, report_path))
+
+
+def write_report(inputs: ReportInputs, report_path: PathLike) -> str:
+    """Render the report and write it atomically to `report_path`; returns the text."""
+    text = render_report(inputs, report_path)
+    write_text(text, report_path)
+    return text

@@ -1,0 +1,205 @@
+"""A system's method: how each cell was run and timed, the statistics, the roofline, how
+steady the measurements were, the frameworks' versions and what each mode compiled."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from fwbench.io.dims import CELL_DIMS, STATUS_OK
+from fwbench.present.figure_data import cell_name, cells_where, variants
+from fwbench.present.format import MISSING, fixed, latency_us
+from fwbench.present.report.compilation import RECURRENT_EAGER, compile_rows
+from fwbench.present.report.context import ReportContext, SystemPart
+from fwbench.present.report.markdown import parse_json
+from fwbench.present.tables import markdown_table
+
+COMPILE_HEADER = [
+    "framework",
+    "mode",
+    "how",
+    "ran compiled",
+    "graphs",
+    "graph breaks",
+    "fallbacks",
+    "eager ops in the graph",
+]
+ROOFLINE = (
+    "- Roofline: each cell's lower bound is max(FLOPs ÷ float32 peak, bytes ÷ bandwidth), "
+    "where the peak is the best GEMM rate of any framework at any swept size and the "
+    "bandwidth is that of the smallest memory level the cell's working set (weights, input, "
+    "output and the largest pair of consecutive activations, from the cost model) fits in: "
+    "L1/L2 capacities count one core's cache per thread, the last level is shared. Level "
+    "bandwidths are plateaus of a working-set sweep (read, copy and triad kernels in C; the "
+    "fastest kernel is the level's roof). `efficiency` is against that cache-aware roof, "
+    "`dram_efficiency` against the STREAM triad for every cell; `invalid_fast` means "
+    "faster than the cache-aware roof.\n"
+)
+CONTEXT_AND_GC = (
+    "- The garbage collector is off during warm-up and timed calls (as in timeit) and the "
+    "framework's context (torch inference mode, TensorFlow device scope) is entered once "
+    "around them, not inside each timed call.\n"
+)
+
+
+def method_section(context: ReportContext, part: SystemPart) -> str:
+    stats, settings = part.stats, context.settings
+    return (
+        "## Method\n\n"
+        f"- Each cell (framework × mode × architecture × batch) runs in its own process, one "
+        "timing job at a time on the host, with "
+        f"{_thread_counts(stats.attrs.get('threads', ''))} thread(s) for every framework.\n"
+        f"- {settings.get('warmup', MISSING)} untimed warm-up calls, then {_repeats(stats)} "
+        "timed samples. "
+        + _samples_text(stats, settings)
+        + " Every call is synchronized before the next starts; the first call "
+        "(tracing/compilation) is timed apart.\n"
+        + _statistics_line(stats.attrs)
+        + CONTEXT_AND_GC
+        + ROOFLINE
+        + _quality_line(stats, settings)
+        + _null_call_line(stats)
+        + f"- Versions: {'; '.join(_versions(stats, part.bench)) or MISSING}.\n\n"
+        + _compile_part(stats, part.bench)
+    )
+
+
+def _repeats(stats: xr.Dataset) -> str:
+    """The timed samples per cell among the cells that ran: one count, or its range."""
+    n = stats["n"].where(stats["status"] == STATUS_OK).values
+    n = n[np.isfinite(n)]
+    if n.size == 0:
+        return MISSING
+    return str(int(n.min())) if n.min() == n.max() else f"{int(n.min())}–{int(n.max())}"
+
+
+def _statistics_line(attrs: Mapping[str, Any]) -> str:
+    return (
+        f"- Statistics: median with a {fixed(attrs.get('stats_confidence', math.nan), 100, 0)}% "
+        f"percentile-bootstrap CI ({attrs.get('stats_bootstrap_resamples', MISSING)} "
+        f"resamples; {attrs.get('median_ci_level', 'over the timings of one process')}). "
+        f"CV above {attrs.get('stats_cv_threshold_pct', MISSING)}% is flagged "
+        "noisy. A winner is declared only when every other variant is slower both "
+        "significantly (one-sided, in the medians' direction: Mann–Whitney U on the timings, or "
+        "with several processes a z-test on hierarchical bootstrap replicates; p doubled, "
+        "Holm-corrected across the table, "
+        f"p < {attrs.get('stats_alpha', MISSING)}) and by at least "
+        f"{attrs.get('stats_min_effect_pct', MISSING)}% in median; otherwise the result is a "
+        "tie. Flagged cells do not compete.\n"
+    )
+
+
+def _versions(stats: xr.Dataset, bench: xr.Dataset | None) -> list[str]:
+    """Each framework's version, with its library versions from the aggregate."""
+    versions = []
+    if "framework_version" not in stats:
+        return versions
+    for framework in stats["framework"].values:
+        version = stats["framework_version"].sel(framework=framework).item()
+        extra = ""
+        if bench is not None and "versions" in bench:
+            detail = parse_json(bench["versions"].sel(framework=framework).item())
+            if isinstance(detail, dict) and detail:
+                extra = " (" + ", ".join(f"{k} {v}" for k, v in detail.items()) + ")"
+        versions.append(f"{framework} {version}{extra}")
+    return versions
+
+
+def _compile_part(stats: xr.Dataset, bench: xr.Dataset | None) -> str:
+    """What each mode means and whether it really ran compiled, with the compile table."""
+    flagged = _uncompiled_cells(stats)
+    return (
+        "What each mode means, in the adapters' own words, and whether it really ran compiled "
+        "(the framework's own evidence: graphs traced, breaks, fallbacks"
+        + ("" if bench is not None else "; not available: the aggregate was not given")
+        + "):\n\n"
+        + markdown_table(COMPILE_HEADER, compile_rows(stats, bench))
+        + (f"\nCompiled modes that ran uncompiled: {', '.join(flagged)}.\n" if flagged else "")
+        + RECURRENT_EAGER
+    )
+
+
+def _samples_text(stats: xr.Dataset, settings: Mapping[str, Any]) -> str:
+    """What one timed sample is: one call, or the mean of several consecutive calls."""
+    calls = np.array([])
+    if "calls_per_sample" in stats:
+        calls = stats["calls_per_sample"].where(stats["status"] == STATUS_OK).values
+        calls = calls[np.isfinite(calls)]
+    if calls.size == 0 or calls.max() <= 1:
+        return "Each sample is one call, timed alone."
+    low, high = int(calls.min()), int(calls.max())
+    span = f"{low}" if low == high else f"{low}–{high}"
+    minimum = settings.get("min_sample_s", MISSING)
+    minimum = f"{1e3 * minimum:g} ms" if isinstance(minimum, int | float) else minimum
+    return (
+        f"Each sample is the mean of as many consecutive calls as last {minimum} at the "
+        f"warm-up calls' pace ({span} calls per sample across the cells; one where a call "
+        "lasts that long): σ, CV and the CIs are over these samples, so they are the "
+        "spread of a mean over a sample's calls, not of single calls."
+    )
+
+
+def _quality_line(stats: xr.Dataset, settings: Mapping[str, Any]) -> str:
+    """How steady the measurements were: the sweep's median CV, per variant, and how many
+    cells the contention detector flagged, with its thresholds."""
+    ok = stats["status"] == STATUS_OK
+    cv = stats["cv_pct"].where(ok)
+    measured = int(ok.sum())
+    if not measured:
+        return ""
+    per_variant = cv.median(dim=["arch", "batch"], skipna=True)
+    parts = [
+        f"{framework}/{mode} {fixed(per_variant.sel(framework=framework, mode=mode).item())}%"
+        for framework, mode in variants(stats)
+    ]
+    contended = int((stats["contended"].where(ok) == 1).sum())
+    pressure = settings.get("pressure_threshold")
+    rule = f"other processes above {settings.get('busy_threshold_cores', MISSING)} cores"
+    if pressure is not None:
+        rule += f", or CPU pressure above {pressure} of the timed loop"
+    return (
+        f"- Measurement quality: median CV {fixed(float(cv.median(skipna=True)))}% over "
+        f"{measured} measured cells ({', '.join(parts)}); {contended} cell(s) contended "
+        f"({rule}).\n"
+    )
+
+
+def _null_call_line(stats: xr.Dataset) -> str:
+    """Each framework's dispatch floor: its null call's median over the cells that ran."""
+    if "null_call_s" not in stats:
+        return ""
+    ok = stats["status"] == STATUS_OK
+    parts = []
+    for framework in stats["framework"].values:
+        null = stats["null_call_s"].where(ok).sel(framework=framework).values
+        null = null[np.isfinite(null)]
+        if null.size:
+            parts.append(f"{framework} {latency_us(float(np.median(null)))} µs")
+    if not parts:
+        return ""
+    return (
+        "- Null call (one elementwise op on a 1-element tensor, synced: the framework's "
+        f"dispatch floor, below which no cell can go), median over cells: {', '.join(parts)}.\n"
+    )
+
+
+def _thread_counts(text: str) -> str:
+    """The thread count from the aggregate's `threads` attribute: one settings JSON, or a JSON
+    list of them when cells differ."""
+    value = parse_json(text)
+    counts = set()
+    for item in value if isinstance(value, list) else [value]:
+        item = parse_json(item) if isinstance(item, str) else item
+        counts.add(str(item.get("threads", MISSING)) if isinstance(item, dict) else str(item))
+    return " or ".join(sorted(counts)) or MISSING
+
+
+def _uncompiled_cells(stats: xr.Dataset) -> list[str]:
+    """The cells of a compiled mode that ran uncompiled (flag `not_compiled`)."""
+    flags = stats["flags"].transpose(*CELL_DIMS).values.astype(str)
+    uncompiled = np.char.find(flags, "not_compiled") >= 0
+    return [cell_name(*cell) for cell in cells_where(stats, uncompiled)]
