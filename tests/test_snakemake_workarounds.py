@@ -126,11 +126,6 @@ def test_every_snakemake_internal_the_workflow_touches_is_in_workarounds_smk():
     for path in [*rules.glob("*.smk"), REPO / "Snakefile"]:
         text = path.read_text()
         if path.name != "workarounds.smk":
-            for internal in (
-                "job_rate_limiter",
-                "overwrite_function_params",
-                "__signature__",
-                "DeploymentMethod",
-                "onstart",
-            ):
+            internals = ("job_rate_limiter", "__signature__", "DeploymentMethod", "scheduler")
+            for internal in internals:
                 assert internal not in text, f"{path.name} uses {internal}"
