@@ -51,6 +51,7 @@ class BaseRunner(ABC):
         self.options = check_compile_options(self.FRAMEWORK, mode, options)
         check_device(self.FRAMEWORK, self.version(), device, self.cuda_available)
         self.spec, self.mode, self.device = spec, mode, device
+        self._setup(weights)
 
     @classmethod
     def build(
@@ -66,6 +67,11 @@ class BaseRunner(ABC):
         return cls(spec, weights, mode, device, options)
 
     # ---- what every adapter supplies ---------------------------------------------------------
+
+    @abstractmethod
+    def _setup(self, weights: Weights) -> None:
+        """Build the model from `weights` for self.spec, self.mode and self.device, after the
+        checks passed."""
 
     @staticmethod
     @abstractmethod

@@ -24,7 +24,7 @@ from fwbench.frameworks import check_threads
 from fwbench.frameworks.base import BaseRunner, check_device
 from fwbench.frameworks.jax import models
 from fwbench.frameworks.protocols import CompileInfo, NullCall
-from fwbench.model.specs import ArchSpec, CNNSpec, RecurrentSpec
+from fwbench.model.specs import CNNSpec, RecurrentSpec
 from fwbench.model.weights import Weights
 
 # What XLA's cost_analysis counts: every op, elementwise ones included.
@@ -53,15 +53,8 @@ class JaxRunner(BaseRunner):
 
     FRAMEWORK = "jax"
 
-    def __init__(
-        self,
-        spec: ArchSpec,
-        weights: Weights,
-        mode: str,
-        device: str,
-        options: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(spec, weights, mode, device, options)
+    def _setup(self, weights: Weights) -> None:
+        spec, mode, device = self.spec, self.mode, self.device
         self._device = jax.devices(device)[0]
         self.params = models.to_params(spec, weights, self._device)
         forward = models.forward_fn(spec, loop=_LOOP_OF_MODE[mode])

@@ -23,7 +23,7 @@ from fwbench.frameworks import check_threads
 from fwbench.frameworks.base import BaseRunner, check_device
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.tensorflow.models import build_model, tf
-from fwbench.model.specs import ArchSpec, CNNSpec
+from fwbench.model.specs import CNNSpec
 from fwbench.model.weights import Weights
 
 # What the TF profiler counts: matmuls, convolutions and bias adds (not activations).
@@ -82,15 +82,8 @@ class TensorFlowRunner(BaseRunner):
 
     FRAMEWORK = "tensorflow"
 
-    def __init__(
-        self,
-        spec: ArchSpec,
-        weights: Weights,
-        mode: str,
-        device: str,
-        options: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(spec, weights, mode, device, options)
+    def _setup(self, weights: Weights) -> None:
+        spec, mode, device = self.spec, self.mode, self.device
         self._device_name = _PLACEMENTS[device]
         self._platform = _PLATFORMS[device]
         if device == "cuda":

@@ -23,7 +23,6 @@ from fwbench.frameworks.torch.compile_info import (
     install_recorder,
 )
 from fwbench.frameworks.torch.models import build_module
-from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
 
 # What FlopCounterMode counts: matmuls and convolutions, no elementwise ops.
@@ -63,15 +62,8 @@ class TorchRunner(BaseRunner):
 
     FRAMEWORK = "torch"
 
-    def __init__(
-        self,
-        spec: ArchSpec,
-        weights: Weights,
-        mode: str,
-        device: str,
-        options: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__(spec, weights, mode, device, options)
+    def _setup(self, weights: Weights) -> None:
+        spec, mode, device = self.spec, self.mode, self.device
         self._device = torch.device(device)
         # Numerics settings that change the function (TF32): recorded in compile_info details.
         self.settings: dict[str, Any] = {
