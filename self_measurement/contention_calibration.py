@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-import yaml
+from configured import request_for
 
 REPO = Path(__file__).resolve().parents[1]
 CELLS = [
@@ -35,48 +35,24 @@ HOG = "import time\nend = time.time() + 600\nwhile time.time() < end: pass\n"
 CELL_SCRIPT = """
 import json, sys
 from fwbench.io.cell_file import read_cell
-from fwbench.measure.bench import CellRequest, run_cell
-request, output = json.loads(sys.argv[1]), sys.argv[2]
-run_cell(CellRequest(**request), output)
+from fwbench.measure.bench import run_cell
+from fwbench.plan.request import CellRequest
+output = sys.argv[3]
+run_cell(CellRequest.from_json(sys.argv[1], lock=sys.argv[2]), output)
 ds = read_cell(output)
 names = {names!r}
 print(json.dumps({{n: float(ds[n]) for n in names}} | {{"contended": int(ds.attrs["contended"])}}))
 """
 
 
-def defaults() -> dict:
-    schema = yaml.safe_load((REPO / "workflow/schemas/config.schema.yaml").read_text())
-    bench = schema["properties"]["bench"]["properties"]
-    dims = yaml.safe_load((REPO / "config/config.yaml").read_text())["dims"]
-    return {"bench": {k: v.get("default") for k, v in bench.items()}, "dims": dims}
-
-
 def run_trial(cell: tuple, threads: int, hog: bool, scratch: Path, index: int) -> dict:
-    framework, mode, arch, batch = cell
-    settings = defaults()
-    request = dict(
-        framework=framework,
-        mode=mode,
-        arch=arch,
-        batch=batch,
-        dims=settings["dims"][arch],
-        seed=0,
-        device="cpu",
-        threads=threads,
-        warmup=settings["bench"]["warmup"],
-        repeats=settings["bench"]["repeats"],
-        busy_threshold_cores=settings["bench"]["busy_threshold_cores"],
-        pressure_threshold=settings["bench"]["pressure_threshold"],
-        retries=0,
-        timeout_s=300,
-        lock=str(scratch / "lock"),
-    )
+    request = request_for(*cell, {"threads": threads, "bench": {"retries": 0}})
     hog_process = subprocess.Popen([sys.executable, "-c", HOG]) if hog else None
     try:
         code = CELL_SCRIPT.format(names=SIGNALS)
         output = scratch / f"cell{index}.nc"
         result = subprocess.run(
-            [sys.executable, "-c", code, json.dumps(request), str(output)],
+            [sys.executable, "-c", code, request.to_json(), str(scratch / "lock"), str(output)],
             capture_output=True,
             text=True,
             check=True,

@@ -3,10 +3,12 @@
     .venv/bin/python self_measurement/sweep_breakdown.py [WORKDIR] [--log .snakemake/log/<run>.log]
 
 Per cell, the job's measured window (start_ns..end_ns, inside the timing lock) is split into
-framework import, model build, first call (compile + run), warm-up calls, timed iterations and
-the rest (contention probe, counters, compile introspection). Per training run, its window
-(start_ns..end_ns) is split into set-up (import, build, data), the timed epochs (the first one
-holds the compilation, as a cell's first call does), the validation passes and the rest. The
+framework import, model build, first call (compile + run), warm-up calls, timed iterations, the
+speed canary's probes between them, and the rest (contention probe, counters, compile
+introspection); rows per framework and per process (0: cold compile cache; later: warm).
+Per training run, its window (start_ns..end_ns) is split into set-up (import, build, data),
+the timed epochs (the first one holds the compilation, as a cell's first call does), the
+validation passes and the rest. The
 sweep's wall time is the span of the Snakemake log; what no window covers is process start-up,
 Snakemake's scheduling, writing files and the other jobs (hardware, checks, aggregation,
 figures, report).
@@ -24,7 +26,7 @@ from pathlib import Path
 from fwbench.io.cell_file import read_cell
 from fwbench.io.train_file import read_run
 
-PARTS = ("import_s", "build_s", "first_call_s", "warmup_s", "timed_s", "other_s")
+PARTS = ("import_s", "build_s", "first_call_s", "warmup_s", "timed_s", "canary_s", "other_s")
 TRAIN_PARTS = ("setup_s", "epochs_s", "eval_s", "other_s")
 
 
@@ -44,15 +46,21 @@ def _split_window(parts: dict[str, float], attrs) -> dict[str, float]:
 def cell_parts(path: Path) -> tuple[str, dict[str, float]]:
     ds = read_cell(path)
     a = ds.attrs
+    timed = float(ds["latency_s"].sum()) * _calls_per_sample(ds)
+    share = float(ds["canary_share"]) if "canary_share" in ds else 0.0
+    share = share if share == share else 0.0
     parts = {
         "import_s": float(a.get("import_s", 0.0)),
         "build_s": float(a.get("build_s", 0.0)),
         "first_call_s": float(ds["first_call_s"]),
         "warmup_s": float(a.get("warmup_s", 0.0)),
         # a sample is the mean of calls_per_sample calls (absent in cells before it: one)
-        "timed_s": float(ds["latency_s"].sum()) * _calls_per_sample(ds),
+        "timed_s": timed,
+        # canary_share is the probes' share of the timed loop (samples + probes)
+        "canary_s": timed * share / (1 - share),
     }
-    return a["framework"], _split_window(parts, a)
+    process = "process 0" if int(a.get("process", 0)) == 0 else "later"
+    return (a["framework"], process), _split_window(parts, a)
 
 
 def run_parts(path: Path) -> dict[str, float]:
@@ -103,11 +111,12 @@ def main() -> int:
     totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     counts: dict[str, int] = defaultdict(int)
     for path in cells:
-        framework, parts = cell_parts(path)
-        counts[framework] += 1
+        groups, parts = cell_parts(path)
+        for group in groups:
+            counts[group] += 1
         for name, value in parts.items():
-            totals[framework][name] += value
-            totals["all"][name] += value
+            for group in (*groups, "all"):
+                totals[group][name] += value
     counts["all"] = len(cells)
     header = f"{'framework':<11}{'cells':>6}" + "".join(f"{p:>14}" for p in (*PARTS, "window_s"))
     print(header)
@@ -128,6 +137,11 @@ def main() -> int:
     print(f"first calls + timed iterations: {measured:.0f} s ({measured / wall:.0%} of wall)")
     print(f"... + warm-up calls: {loops:.0f} s ({loops / wall:.0%} of wall)")
     print(f"framework imports: {every['import_s']:.0f} s ({every['import_s'] / wall:.0%})")
+    timed = every["timed_s"] + every["canary_s"]
+    print(
+        f"speed canary probes: {every['canary_s']:.0f} s ({every['canary_s'] / wall:.1%} of wall, "
+        f"{every['canary_s'] / timed if timed else 0:.1%} of the timed loops)"
+    )
     if train:
         print(f"training runs' windows: {train['window_s']:.0f} s ({train['window_s'] / wall:.0%})")
         epochs = train["epochs_s"]

@@ -35,14 +35,15 @@ def test_default_config_is_valid_and_is_the_documented_sweep():
     }
     assert config["architectures"] == ["mlp", "cnn", "rnn", "lstm", "transformer"]
     assert config["batch_sizes"] == [1, 8, 32, 128]
-    assert (config["bench"]["warmup"], config["bench"]["repeats"]) == (15, 40)
+    assert (config["bench"]["warmup"], config["bench"]["repeats"]) == (15, 20)
+    assert config["bench"]["processes"] == 2  # 40 samples a cell, over two processes
     assert config["threads"] == "auto" and config["device"] == "cpu"
 
 
 def test_schema_fills_defaults_for_keys_left_out():
     config = {"frameworks": ["jax"]}
     validate(config, SCHEMA)
-    assert config["bench"]["repeats"] == 40
+    assert config["bench"]["repeats"] == 20
     assert config["dims"]["transformer"]["heads"] == 4
     assert config["modes"]["jax"] == ["eager", "jit"]
 

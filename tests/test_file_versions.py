@@ -66,7 +66,7 @@ def test_the_hardware_file_is_written_with_its_version_and_read_back(tmp_path):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        ({"schema_version": 4, "compute": {}}, "schema_version 4"),
+        ({"schema_version": 5, "compute": {}}, "schema_version 5"),
         ({"compute": {}}, "schema_version None"),
         ([1, 2], "must hold a JSON object"),
     ],

@@ -63,7 +63,7 @@ def test_the_bench_order_is_a_seeded_shuffle_of_every_process():
 def test_a_job_priority_is_its_place_in_the_order():
     plan = plan_of(base=SMOKE)
     wildcards = dict(plan.cells[3]) | {"batch": str(plan.cells[3]["batch"])}
-    assert plan.bench_priority(wildcards) == plan.bench_priorities[plan.cell_files[3]]
+    assert plan.bench_priority(wildcards) == plan.bench_priorities[paths.cell_file(plan.cells[3])]
 
 
 def test_a_request_holds_every_setting_of_its_cell_and_system():
@@ -98,7 +98,7 @@ def test_a_compiled_variant_gets_its_options_and_an_injected_failure_is_named():
     [
         ({"mode": "jit"}, ["'jit'", "torch"]),
         ({"version": "9.9"}, ["'9.9'", "'0.0-fake'"]),
-        ({"process": "1"}, ["process 1", "bench.processes is 1"]),
+        ({"process": "2"}, ["process 2", "bench.processes is 2"]),
     ],
 )
 def test_a_request_outside_the_config_is_refused_naming_it(changes, named):
@@ -108,12 +108,14 @@ def test_a_request_outside_the_config_is_refused_naming_it(changes, named):
         assert text in str(error.value)
 
 
-def test_a_request_round_trips_through_json_in_field_order_without_its_lock():
+def test_a_request_round_trips_through_json_in_field_order_without_its_lock_and_hardware():
     request = plan_of(base=SMOKE).cell_request(cell())
     text = request.to_json()
-    assert list(json.loads(text)) == [f.name for f in fields(CellRequest) if f.name != "lock"]
-    again = CellRequest.from_json(text, lock="/tmp/other.lock")
+    local = ("lock", "hardware")  # where the job finds things, not what the cell is
+    assert list(json.loads(text)) == [f.name for f in fields(CellRequest) if f.name not in local]
+    again = CellRequest.from_json(text, lock="/tmp/other.lock", hardware="results/hw.json")
     assert again.lock == "/tmp/other.lock" and again.to_json() == text
+    assert again.hardware == "results/hw.json"
     assert again.settings_hash() == request.settings_hash()
     with pytest.raises(ValueError, match="unknown field.*colour"):
         CellRequest.from_json(json.dumps(json.loads(text) | {"colour": 1}))

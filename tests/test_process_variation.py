@@ -32,17 +32,23 @@ def _aggregate(tmp_path, offsets):
     return str(tmp_path / "bench.nc")
 
 
-def test_processes_that_disagree_are_seen_by_the_hierarchical_ci_only(tmp_path, capsys):
+def test_processes_that_disagree_are_covered_by_the_spread_ci_only(tmp_path, capsys):
     path = _aggregate(tmp_path, [1.0, 1.1, 1.2, 1.3])
-    (row,) = process_variation.cell_rows(path, 0.95, 500)
+    (row,) = process_variation.cell_rows(path, 2, None)
     assert row["cell"] == "local/torch/eager/mlp/1"
     assert row["spread"] == pytest.approx(1.3, rel=0.01)
-    assert row["all_width"] > 10 * row["one_width"]
-    assert not row["one_holds_pooled"]  # process 0 alone sits at 1.0, the pooled median ~1.15
-    assert process_variation.main([path, "--resamples", "300"]) == 0
-    assert "misses the all-process median in 1 of 1 cells" in capsys.readouterr().out
+    assert row["truth"] == pytest.approx(1.15, rel=0.01)
+    low, high = row["p0"]
+    assert high < 1.05  # process 0 alone sits at 1.0: its bootstrap misses the truth
+    low, high = row["first_k"]
+    assert low <= row["truth"] <= high  # processes 0 and 1, their own spread, t at 1 dof
+    assert row["default"] is None
+    assert process_variation.main([path]) == 0
+    out = capsys.readouterr().out
+    assert "p0      : holds the all-process median in 0 of 1 cells" in out
+    assert "first_k : holds the all-process median in 1 of 1 cells" in out
 
 
 def test_a_one_process_aggregate_is_refused_naming_the_count(tmp_path):
     with pytest.raises(SystemExit, match="1 process"):
-        process_variation.cell_rows(_aggregate(tmp_path, [1.0]), 0.95, 100)
+        process_variation.cell_rows(_aggregate(tmp_path, [1.0]), 2, None)

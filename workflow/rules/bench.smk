@@ -1,9 +1,13 @@
 # One job per benchmark cell and process: system × framework × mode × architecture × batch,
 # measured in bench.processes fresh processes (timing jobs, run in one seeded shuffled order).
 # A shell job (workarounds.smk says why): bench.py reads the plan's request from --cell.
+# The hardware file holds the speed canary's baseline; ancient: a new characterization
+# reruns no cell (each cell records the baseline it was read against).
 
 
 rule bench:
+    input:
+        hardware=ancient(paths.HARDWARE),
     output:
         f"{paths.CELL}.nc",
     log:
@@ -21,7 +25,12 @@ rule bench:
         BENCH_COMMAND
 
 
+# A later process starts from process 0's compile cache (fwbench.measure.compile_cache), so it
+# runs after process 0; ancient: a rerun of process 0 alone reruns no later process.
 use rule bench as bench_process with:
+    input:
+        hardware=ancient(paths.HARDWARE),
+        first=ancient(f"{paths.CELL}.nc"),
     output:
         f"{paths.CELL}-p{{process}}.nc",
     log:

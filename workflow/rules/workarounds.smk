@@ -44,7 +44,7 @@ os.environ.update(
 )
 BENCH_COMMAND = (
     'PYTHONPATH="$FWBENCH_LIBRARY${{PYTHONPATH:+:$PYTHONPATH}}" "$FWBENCH_PYTHON" '
-    '"$FWBENCH_LIBRARY/scripts/bench.py" --cell {params.cell:q} '
+    '"$FWBENCH_LIBRARY/scripts/bench.py" --cell {params.cell:q} --hardware {input.hardware:q} '
     '--lock "$FWBENCH_TIMING_LOCK" --log {log:q} {output:q}'
 )
 

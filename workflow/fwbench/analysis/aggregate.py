@@ -31,7 +31,7 @@ from fwbench.io.per_system import SYSTEM, SYSTEM_ATTRS
 from fwbench.model.specs import ARCHITECTURES
 
 # Per-cell numbers kept from the cell's attributes, beside its scalar variables.
-NUMERIC_ATTRS = {"contended": "1", "attempts": "1"}
+NUMERIC_ATTRS = {"contended": "1", "attempts": "1", "slow_machine": "1"}
 # Per-cell text: the name in bench.nc, the cell attribute it comes from, and what it holds.
 TEXT_ATTRS = {
     "status": ("status", "'ok' | 'failed' | 'absent' (no cell given for this position)"),
@@ -42,6 +42,7 @@ TEXT_ATTRS = {
     "eager_ops": ("eager_ops", "ops a compiled mode left to the framework's eager kernels"),
     "counter_note": ("counter_note", "why counter_flops is what it is"),
     "start_utc": ("start_utc", "when the cell's measurement started"),
+    "canary": ("canary", "the speed canary's level and work, or why the cell has none"),
     "config_hash": ("config_hash", "hash of the settings that determine the cell"),
     "git_commit": ("git_commit", "commit of the code that measured the cell"),
     "threads": ("threads", "JSON of every thread setting of the cell's process"),
@@ -148,20 +149,24 @@ def _axes(records: Sequence[CellRecord]) -> tuple[list, ...]:
 
 def _cell_arrays(
     records: Sequence[CellRecord], axes: tuple[list, ...]
-) -> tuple[np.ndarray, dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """The iterations (repeat last, as many as the longest cell's), the per-cell numbers and
-    the per-cell text, preallocated and filled cell by cell; NaN, '' and status absent where
-    no cell is."""
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The per-sample series (latency_s first; repeat last, as many as the longest cell's),
+    the per-cell numbers and the per-cell text, preallocated and filled cell by cell; NaN, ''
+    and status absent where no cell is."""
     index = [{value: i for i, value in enumerate(values)} for values in axes]
     shape = tuple(len(values) for values in axes)
-    latency = np.full((*shape, max(len(r.latency_s) for r in records)), np.nan)
+    repeats = max(len(r.latency_s) for r in records)
+    series = {name: np.full((*shape, repeats), np.nan) for name in cell_file.SERIES}
     numbers = {name: np.full(shape, np.nan) for name in [*cell_file.SCALARS, *NUMERIC_ATTRS]}
     texts = {name: np.full(shape, "", dtype=object) for name in TEXT_ATTRS}
     texts["status"][...] = STATUS_ABSENT
     for record in records:
         where = (record.attrs[SYSTEM], *record.key, record.process)
         position = tuple(lookup[value] for lookup, value in zip(index, where, strict=True))
-        latency[position][: len(record.latency_s)] = record.latency_s
+        for name, values in series.items():
+            found = record.latency_s if name == "latency_s" else record.series.get(name)
+            if found is not None:
+                values[position][: len(found)] = found
         for name in cell_file.SCALARS:
             numbers[name][position] = record.scalars[name]
         for name in NUMERIC_ATTRS:
@@ -170,11 +175,11 @@ def _cell_arrays(
             texts[name][position] = str(record.attrs.get(attr, ""))
         if texts["status"][position] == "":
             texts["status"][position] = STATUS_OK
-    return latency, numbers, texts
+    return series, numbers, texts
 
 
 def _data_variables(
-    latency: np.ndarray,
+    series: dict[str, np.ndarray],
     numbers: dict[str, np.ndarray],
     texts: dict[str, np.ndarray],
     versions: dict[str, np.ndarray],
@@ -182,7 +187,10 @@ def _data_variables(
     """bench.nc's variables but system_attrs, with their units or descriptions."""
     dims = (SYSTEM, *CELL_DIMS, "process")
     data_vars: dict[str, Any] = {
-        "latency_s": ((*dims, "repeat"), latency, {"units": "s"}),
+        name: ((*dims, "repeat"), values, {"units": cell_file.SERIES[name]})
+        for name, values in series.items()
+    }
+    data_vars |= {
         "framework_version": (
             (SYSTEM, "framework"),
             versions["version"],
@@ -251,11 +259,11 @@ def aggregate_cells(
 
     axes = _axes(records)
     system_names, frameworks = axes[0], axes[1]
-    latency, numbers, texts = _cell_arrays(records, axes)
+    series, numbers, texts = _cell_arrays(records, axes)
     versions = _framework_versions(records, system_names, frameworks)
     ds = xr.Dataset(
-        _data_variables(latency, numbers, texts, versions),
-        coords=_coords(axes, latency.shape[-1]),
+        _data_variables(series, numbers, texts, versions),
+        coords=_coords(axes, series["latency_s"].shape[-1]),
     )
     ds["batch"].attrs["units"] = "1"
     ds["repeat"].attrs["description"] = "index of the warm (timed) iteration"

@@ -205,9 +205,11 @@ def ci_level(processes: int) -> str:
     """Which variation a median's CI covers, for the report."""
     if processes > 1:
         return (
-            f"hierarchical bootstrap: {processes} processes resampled, then timings within "
-            "each, for the medians' and the compile speedups' CIs and the winners' tests: "
-            "they cover between-process and within-process variation"
+            f"between processes: {processes} fresh processes per cell; the medians' and the "
+            "compile speedups' CIs are median × exp(± t·σ/√k), σ the spread of log process "
+            "medians pooled over the variant's cells (fwbench.analysis.process_spread), so "
+            "they cover between-process and within-process variation; the winners' tests "
+            "resample processes, then timings within each (hierarchical bootstrap)"
         )
     return (
         "bootstrap over the timings of one process (medians' and speedups' CIs; winners by "

@@ -15,11 +15,20 @@ from fwbench.io.dims import CELL_DIMS, EAGER_MODE
 FLAG_HIGH_CV, FLAG_CONTENDED, FLAG_NOT_COMPILED = "high_cv", "contended", "not_compiled"
 FLAG_PARTIAL = "partially_compiled"
 FLAG_NODE_MISMATCH = "node_mismatch"
-UNTRUSTED_FLAGS = (FLAG_HIGH_CV, FLAG_CONTENDED, INVALID_FAST, FLAG_NODE_MISMATCH)
+FLAG_SLOW_MACHINE = "slow_machine"
+UNTRUSTED_FLAGS = (
+    FLAG_HIGH_CV,
+    FLAG_CONTENDED,
+    FLAG_SLOW_MACHINE,
+    INVALID_FAST,
+    FLAG_NODE_MISMATCH,
+)
 NODE_MODELS = ("cpu_model", "gpu_model")
 FLAG_MEANINGS = {
     FLAG_HIGH_CV: "coefficient of variation above the threshold: too noisy to trust",
     FLAG_CONTENDED: "other processes used the CPU during the timed loop",
+    FLAG_SLOW_MACHINE: "the speed canary ran slow in a process of the cell, also when measured "
+    "again (bench.retries): the machine, not the framework, was slow",
     INVALID_FAST: (
         "faster than the cache-aware roofline lower bound: a missing sync or a wrong cost model"
     ),
@@ -81,6 +90,7 @@ def cell_flags(
         {
             FLAG_HIGH_CV: cells["cv_pct"] > cv_threshold_pct,
             FLAG_CONTENDED: cells["contended"] == 1,
+            FLAG_SLOW_MACHINE: cells["slow_machine"] == 1,
             INVALID_FAST: invalid_fast,
             FLAG_NOT_COMPILED: ok & compiled_mode & (cells["compiled"] == 0),
             FLAG_PARTIAL: ok & compiled_mode & has_text(bench, "eager_ops"),

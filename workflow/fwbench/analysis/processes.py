@@ -1,7 +1,8 @@
 """A cell's fresh processes pooled into one cell: the layout the statistics, tables and report
 read. The aggregate keeps every process apart (dimension `process`); `pool` stacks their
 timings into one sample per cell and reduces each per-process variable by what it means
-(a cell is contended if any process was, compiled only if every process was). The timings by
+(a cell is contended if any process was, compiled only if every process was; its first call
+is process 0's, the cold one). The timings by
 process stay beside the pooled ones, as `latency_by_process_s`, for the hierarchical CIs.
 """
 
@@ -29,8 +30,18 @@ WORST = (
     "attempts",
     "graph_breaks",
     "fallbacks",
+    "slow_machine",
+    "canary_factor",
+    "canary_cv_pct",
+    "canary_share",
 )
+# Summed over a cell's processes.
+TOTAL = ("slow_samples",)
+# Process 0's: the cold first call (later processes start from its compile cache,
+# fwbench.measure.compile_cache).
+FIRST_PROCESS = ("first_call_s",)
 ALL_OF = ("compiled",)  # a cell ran compiled only if every process did
+LEAST = ("on_cpu_median",)  # as starved of its core as its most starved process
 FAILURE_TEXT = ("error_type", "error", "traceback_tail")
 # Where a cell's processes ran: every distinct value, joined by NODE_SEPARATOR (processes of one
 # cell may land on different nodes of a partition).
@@ -75,8 +86,12 @@ def _reduce(name: str, values: np.ndarray) -> np.ndarray:
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: absent cells
         if name in WORST:
             return np.nanmax(values, axis=-1)
-        if name in ALL_OF:
+        if name in ALL_OF or name in LEAST:
             return np.nanmin(values, axis=-1)
+        if name in FIRST_PROCESS:
+            return values[..., 0]
+        if name in TOTAL:
+            return np.where(np.isnan(values).all(axis=-1), np.nan, np.nansum(values, axis=-1))
         return np.nanmedian(values, axis=-1)
 
 
@@ -92,12 +107,14 @@ def pool(bench: xr.Dataset) -> xr.Dataset:
     by_process = bench["latency_s"].transpose(*order, "repeat")
     pooled_latency = by_process.values.reshape(*by_process.shape[:-2], -1)
     data_vars = {
-        "latency_s": ((*cell_dims, "repeat"), pooled_latency, bench["latency_s"].attrs),
         # its own iteration dimension: `repeat` is the pooled one, processes × iterations long
         "latency_by_process_s": by_process.rename(repeat=ITERATION).variable,
     }
     for name, variable in bench.data_vars.items():
-        if name == "latency_s":
+        if "repeat" in variable.dims:  # a per-sample series: stacked like latency_s
+            values = variable.transpose(*order, "repeat").values
+            pooled_series = values.reshape(*values.shape[:-2], -1)
+            data_vars[name] = ((*cell_dims, "repeat"), pooled_series, variable.attrs)
             continue
         if PROCESS not in variable.dims:
             data_vars[name] = variable.variable

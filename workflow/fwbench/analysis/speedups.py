@@ -1,8 +1,9 @@
 """Compile speedups: each compiled mode against its framework's eager cell at the same (arch,
-batch), as a ratio of medians with a bootstrap CI and the break-even iteration count.
+batch), as a ratio of medians with a CI and the break-even iteration count.
 
-Each ratio's resampling is seeded from (seed, "speedup/<framework>/<mode>/<arch>/<batch>"), so
-a CI does not depend on the other cells.
+One process per cell: a bootstrap CI, each ratio's resampling seeded from (seed,
+"speedup/<framework>/<mode>/<arch>/<batch>"), so a CI does not depend on the other cells.
+Several: from both cells' spread between processes (fwbench.analysis.process_spread).
 """
 
 from __future__ import annotations
@@ -11,14 +12,12 @@ import math
 
 import numpy as np
 
-from fwbench.analysis.estimators import (
-    break_even_iterations,
-    hierarchical_ratio_ci,
-    ratio_of_medians_ci,
-)
+from fwbench.analysis.estimators import break_even_iterations, ratio_of_medians_ci
+from fwbench.analysis.process_spread import ratio_ci
 from fwbench.io.dims import EAGER_MODE
 from fwbench.rng import seeded_rng
 
+SPREAD_KEYS = ("sigma", "processes", "dof")
 SPEEDUP_VARIABLES = (
     "speedup_vs_eager",
     "speedup_ci_low",
@@ -36,11 +35,11 @@ def compile_speedups(
     confidence: float,
     resamples: int,
     seed: int,
-    by_process: np.ndarray | None = None,
+    spreads: dict[str, np.ndarray] | None = None,
 ) -> dict[str, np.ndarray]:
     """The SPEEDUP_VARIABLES, arrays in CELL_DIMS order (NaN for eager and unmeasured cells);
-    `latency` has the repeats last, `coords` are the values along CELL_DIMS. With
-    `by_process` (CELL_DIMS × process × iteration) the CIs resample processes first."""
+    `latency` has the repeats last, `coords` are the values along CELL_DIMS. With `spreads`
+    (process_spread.cell_spreads of cells in several processes) the CIs come from them."""
     frameworks, modes, archs, batches = coords
     out = {name: np.full(median_s.shape, np.nan) for name in SPEEDUP_VARIABLES}
     if EAGER_MODE not in modes:
@@ -54,16 +53,22 @@ def compile_speedups(
             if m == eager or math.isnan(median[f, m, a, b]):
                 continue
             name = f"speedup/{frameworks[f]}/{mode}/{archs[a]}/{batches[b]}"
-            out["speedup_vs_eager"][f, m, a, b] = median[f, eager, a, b] / median[f, m, a, b]
-            samples = latency if by_process is None else by_process
-            ci = ratio_of_medians_ci if by_process is None else hierarchical_ratio_ci
-            low, high = ci(
-                samples[f, eager, a, b],
-                samples[f, m, a, b],
-                confidence,
-                resamples,
-                seeded_rng(seed, name),
-            )
+            ratio = median[f, eager, a, b] / median[f, m, a, b]
+            out["speedup_vs_eager"][f, m, a, b] = ratio
+            if spreads is None:
+                low, high = ratio_of_medians_ci(
+                    latency[f, eager, a, b],
+                    latency[f, m, a, b],
+                    confidence,
+                    resamples,
+                    seeded_rng(seed, name),
+                )
+            else:
+                pair = [
+                    tuple(spreads[key][f, mode_index, a, b] for key in SPREAD_KEYS)
+                    for mode_index in (eager, m)
+                ]
+                low, high = ratio_ci(ratio, pair, confidence)
             out["speedup_ci_low"][f, m, a, b] = low
             out["speedup_ci_high"][f, m, a, b] = high
             out["break_even_iterations"][f, m, a, b] = break_even_iterations(

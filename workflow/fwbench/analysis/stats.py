@@ -28,6 +28,17 @@ import xarray as xr
 
 from fwbench.analysis.estimators import cell_median_cis, ci_level, describe
 from fwbench.analysis.flags import FLAG_MEANINGS, cell_flags, untrusted
+from fwbench.analysis.machine import (
+    CHOICES,
+    DROP,
+    apply_choice,
+    canary_correlation,
+    describe_choice,
+    dropped_total,
+    noise_source,
+    slow_processes,
+)
+from fwbench.analysis.process_spread import cell_spreads, spread_cis
 from fwbench.analysis.processes import pool, processes
 from fwbench.analysis.roofline import (
     ROOFLINE_VARIABLES,
@@ -54,6 +65,7 @@ class StatsSettings:
     confidence: float = 0.95
     bootstrap_resamples: int = 2000
     table_batch: int = 32
+    slow_samples: str = DROP
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -64,6 +76,7 @@ class StatsSettings:
             "confidence": 0 < self.confidence < 1,
             "bootstrap_resamples": self.bootstrap_resamples >= 1,
             "table_batch": self.table_batch >= 1,
+            "slow_samples": self.slow_samples in CHOICES,
         }
         for name, ok in checks.items():
             if not ok:
@@ -85,6 +98,13 @@ def _cell_values(bench: xr.Dataset, name: str) -> np.ndarray:
     if name not in bench:
         return np.full(tuple(bench.sizes[d] for d in CELL_DIMS), np.nan)
     return bench[name].transpose(*CELL_DIMS).values
+
+
+def _series(bench: xr.Dataset, name: str) -> np.ndarray:
+    """A per-sample series of the pooled aggregate (cell × repeat); NaN where it is missing."""
+    if name not in bench:
+        return np.full(bench["latency_s"].transpose(*CELL_DIMS, "repeat").shape, np.nan)
+    return bench[name].transpose(*CELL_DIMS, "repeat").values
 
 
 def _timings(
@@ -109,21 +129,27 @@ def _cell_statistics(
     ok: np.ndarray,
     coords: tuple[list, ...],
     settings: StatsSettings,
+    spreads: dict[str, np.ndarray] | None,
 ) -> dict[str, np.ndarray]:
-    """Per cell: the descriptive statistics, the median's CI (each cell seeded from its name),
+    """Per cell: the descriptive statistics, the median's CI (one process: a bootstrap, each
+    cell seeded from its name; several: from the spread between processes, `spreads`),
     the aggregate's values for succeeded cells (FROM_CELLS) and the compile overhead."""
     latency, by_process = timings
     cells: dict[str, np.ndarray] = describe(latency)
-    names = np.array(["/".join(map(str, key)) for key in itertools.product(*coords)])
-    cells["median_ci_low_s"], cells["median_ci_high_s"] = cell_median_cis(
-        latency,
-        by_process,
-        ok,
-        names.reshape(ok.shape),
-        settings.confidence,
-        settings.bootstrap_resamples,
-        settings.seed,
-    )
+    if by_process is None:
+        names = np.array(["/".join(map(str, key)) for key in itertools.product(*coords)])
+        cells["median_ci_low_s"], cells["median_ci_high_s"] = cell_median_cis(
+            latency,
+            None,
+            ok,
+            names.reshape(ok.shape),
+            settings.confidence,
+            settings.bootstrap_resamples,
+            settings.seed,
+        )
+        cells["process_sigma"] = np.full(ok.shape, np.nan)
+    else:
+        cells |= spread_cis(spreads, ok, cells["median_s"], settings.confidence)
     for name in FROM_CELLS:
         cells[name] = np.where(ok, _cell_values(bench, name), np.nan)
     cells["compile_overhead_s"] = cells["first_call_s"] - cells["median_s"]
@@ -131,7 +157,11 @@ def _cell_statistics(
 
 
 def _text_variables(
-    bench: xr.Dataset, ok: np.ndarray, metrics: RooflineMetrics, flags: np.ndarray
+    bench: xr.Dataset,
+    ok: np.ndarray,
+    metrics: RooflineMetrics,
+    flags: np.ndarray,
+    cells: dict[str, np.ndarray],
 ) -> dict[str, np.ndarray]:
     """The per-cell text of stats.nc (CELL_TEXT), in the order the file holds them."""
     if "eager_ops" in bench:
@@ -144,6 +174,7 @@ def _text_variables(
         "error": _cell_values(bench, "error").astype(object),
         "bound": metrics.bound,
         "memory_level": np.where(ok, metrics.memory_level, "").astype(object),
+        "noise": noise_source(cells["canary_rho"], cells["slow_machine"], ok),
         "eager_ops": eager_ops,
         "flags": flags,
     }
@@ -186,6 +217,7 @@ def _summary_attrs(
             "bootstrap": "percentile method, each cell seeded from (stats_seed, cell name)",
             "processes": process_count,
             "median_ci_level": ci_level(process_count),
+            "slow_samples_choice": describe_choice(settings.slow_samples),
             "title": "fwbench: statistics, roofline efficiency, compile speedups and winners",
         }
     )
@@ -197,12 +229,21 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     medians' CIs resample processes first. Several systems: by_system.summarize_systems."""
     bench = one_system(bench)  # raises for several: summarize them one at a time
     process_count = processes(bench)
+    bench, dropped = apply_choice(bench, settings.slow_samples)
+    slow = slow_processes(bench, CELL_DIMS)
     bench = pool(bench)
     coords = tuple(bench[d].values.tolist() for d in CELL_DIMS)
     ok = _cell_values(bench, "status").astype(object) == STATUS_OK
     timings = _timings(bench, ok, process_count)
     latency, by_process = timings
-    cells = _cell_statistics(bench, timings, ok, coords, settings)
+    spreads = None if by_process is None else cell_spreads(by_process, ok)
+    cells = _cell_statistics(bench, timings, ok, coords, settings, spreads)
+    order = [d for d in (*CELL_DIMS, "process") if d in dropped.dims]
+    cells["slow_samples_dropped"] = np.where(ok, dropped_total(dropped.transpose(*order)), np.nan)
+    cells |= {name: np.where(ok, counts, np.nan) for name, counts in slow.items()}
+    cells["canary_rho"] = np.where(
+        ok, canary_correlation(latency, _series(bench, "speed_factor")), np.nan
+    )
     metrics = roofline(
         cells["flops"], cells["bytes"], cells["working_set_bytes"], cells["median_s"], limits
     )
@@ -216,12 +257,12 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         confidence=settings.confidence,
         resamples=settings.bootstrap_resamples,
         seed=settings.seed,
-        by_process=by_process,
+        spreads=spreads,
     )
     flags = cell_flags(
         bench, cells, metrics.invalid_fast, ok, limits.node, settings.cv_threshold_pct
     )
-    data_vars = _cell_variables(bench, cells, _text_variables(bench, ok, metrics, flags))
+    data_vars = _cell_variables(bench, cells, _text_variables(bench, ok, metrics, flags, cells))
     data_vars |= winner_variables(
         latency,
         ok,

@@ -42,6 +42,17 @@ CELL_UNITS = {
     "contended": "1",
     "busy_cpu_other": "cores",
     "cpu_pressure": "1",
+    "process_sigma": "1",
+    "slow_machine": "1",
+    "canary_factor": "1",
+    "on_cpu_median": "1",
+    "canary_cv_pct": "%",
+    "canary_share": "1",
+    "slow_samples": "1",
+    "slow_samples_dropped": "1",
+    "canary_rho": "1",
+    "slow_processes_machine": "1",
+    "slow_processes_own": "1",
 }
 # The ones taken from the aggregate as they are (NaN where a cell did not succeed).
 FROM_CELLS = (
@@ -55,6 +66,12 @@ FROM_CELLS = (
     "contended",
     "busy_cpu_other",
     "cpu_pressure",
+    "slow_machine",
+    "canary_factor",
+    "on_cpu_median",
+    "canary_cv_pct",
+    "canary_share",
+    "slow_samples",
 )
 # The per-cell text variables, with descriptions; the first columns of stats.csv.
 CELL_TEXT = {
@@ -64,6 +81,9 @@ CELL_TEXT = {
     "bound": "'compute' or 'memory': which roof sets the cache-aware lower bound",
     "memory_level": "the memory level whose bandwidth bounds the cell: the smallest its working"
     " set fits in ('' where the working set or the levels are unknown)",
+    "noise": "whose the cell's noise is: 'machine' (a process ran on a slow machine, or the "
+    "samples follow the speed canary: Spearman ρ ≥ 0.5) or 'framework' (its own); '' without "
+    "a canary",
     "flags": "comma-separated: " + ", ".join(FLAG_MEANINGS),
     "eager_ops": "ops a compiled mode left to the framework's eager kernels (torch inductor)",
 }

@@ -121,6 +121,11 @@ def load(framework: str, part: str = "infer") -> ModuleType:
     return importlib.import_module(f"fwbench.frameworks.{framework}.{part}")
 
 
+def compile_cache_env(framework: str) -> tuple[str, ...]:
+    """The environment variables naming a framework's on-disk compile caches."""
+    return FRAMEWORKS[framework].compile_cache_env if framework in FRAMEWORKS else ()
+
+
 def pre_import_env(framework: str, device: str) -> dict[str, str]:
     """Environment a framework must see before its import for `device` (set by the job);
     nothing for a runner that is no framework package (numpy, the native kernels)."""

@@ -29,6 +29,9 @@ class FrameworkInfo:
     # (`compiled_<name>`, each with its own options) or None where there are none.
     compile_modes: tuple[str, ...] = ()
     compiled_variant: str | None = None
+    # Environment variables naming the framework's on-disk compile caches (a cell sets each to
+    # a directory of its own); empty: it keeps none.
+    compile_cache_env: tuple[str, ...] = ()
     # Its hardware probe is a frameworks.protocols.StreamProbe: it runs STREAM and the
     # working-set sweep on CUDA, and names the GPU.
     stream_probe: bool = False

@@ -36,6 +36,7 @@ from fwbench.host.identity import cpu_identity, dtype_support, nvidia_smi_identi
 from fwbench.host.threads import setup_threads
 from fwbench.io.hardware_file import write_hardware
 from fwbench.memory import stream
+from fwbench.memory.levels import DRAM
 
 SETTINGS_KEYS = (
     "stream_llc_multiple",
@@ -89,6 +90,17 @@ def _measure_clock(device: str, threads: int, log: Any) -> dict[str, Any] | None
         return run_worker("native", "clock", {}, threads, device, log)["result"]
     except (RuntimeError, subprocess.TimeoutExpired) as error:
         return {"clock_hz": None, "problem": str(error)}
+
+
+def _measure_canary(memory: dict[str, Any], threads: int, device: str, log: Any) -> dict[str, Any]:
+    """The speed canary's fixed work and quiet baseline per memory level of the host (on
+    cuda too: the canary measures the host that drives the device)."""
+    capacities = dict(memory.get("capacities_bytes") or {}) | {DRAM: None}
+    try:
+        args = {"capacities": capacities}
+        return run_worker("native", "canary", args, threads, device, log)["result"]
+    except (RuntimeError, subprocess.TimeoutExpired) as error:
+        return {"levels": {}, "problem": str(error)}
 
 
 def _identify(
@@ -169,6 +181,7 @@ def _measure_all(
     bandwidth = _bandwidth(cpu, gpu, settings, frameworks, device, threads, log)
     memory = measure_memory(cpu, gpu, settings, frameworks, device, thread_settings, log)
     clock = _measure_clock(device, threads, log)
+    canary = _measure_canary(memory, threads, device, log)
     supported = dtype_support(device, cpu, gpu)
     compute, worker_setups = measure_gemms(frameworks, settings, supported, device, threads, log)
     return {
@@ -177,6 +190,7 @@ def _measure_all(
         "bandwidth": bandwidth,
         "memory": memory,
         "clock": clock,
+        "canary": canary,
         "compute": compute,
         "worker_setups": worker_setups,
         "start_ns": start_ns,
@@ -256,6 +270,7 @@ def characterize(
         "bandwidth": bandwidth,
         "memory": memory,
         "clock": measured["clock"],
+        "canary": measured["canary"],
         "compute": compute,
         "theoretical": theory,
         "ridge": ridges(settings["dtypes"], compute, triad_Bps, theory, memory.get("levels")),

@@ -22,7 +22,7 @@ from fwbench.frameworks import load, pre_import_env
 from fwbench.host.harness import time_calls
 from fwbench.host.threads import apply_thread_env, setup_threads
 from fwbench.io.atomic import write_json
-from fwbench.memory import native, stream
+from fwbench.memory import canary, native, stream
 
 GEMM_PATIENCE = 2  # sizes in a row that do not raise the rate before the sweep stops
 GEMM_SIZE_BUDGET_S = 1.0  # timed seconds per size beyond which trials drop (to 2 at least)
@@ -118,6 +118,8 @@ def _native_task(task: str, args: dict[str, Any]) -> dict[str, Any]:
         return native.sweep(**args)
     if task == "clock":
         return native.clock()
+    if task == "canary":
+        return canary.baseline(args["capacities"])
     raise ValueError(f"no hardware task {task!r} for native")
 
 

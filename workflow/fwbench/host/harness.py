@@ -54,6 +54,14 @@ class Timing:
     cpu_pressure: float  # PSI: share of the warm-up and timed calls some task waited for CPU
     load_before: float
     load_after: float
+    # The canary (fwbench.memory.canary) after each sample: (chain, read) seconds per sample,
+    # and the wall time the probes took and the whole timed loop took, probes included.
+    canary_s: np.ndarray | None = None
+    # With the canary: per sample, the process's CPU time over the sample's wall time (the
+    # share of it the process ran: near `threads` when nothing takes its cores from it).
+    on_cpu: np.ndarray | None = None
+    canary_wall_s: float = 0.0
+    loop_wall_s: float = 0.0
 
 
 @contextlib.contextmanager
@@ -78,6 +86,34 @@ def calls_per_sample(call_s: float, min_sample_s: float) -> int:
     return max(1, math.ceil(min_sample_s / call_s))
 
 
+def _samples(
+    call: Callable[[], Any],
+    sync: Callable[[Any], None],
+    repeats: int,
+    calls: int,
+    between: Callable[[], tuple[float, float]] | None,
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, int, int]:
+    """The timed samples (ns, each `calls` synced calls); with `between`, the probe after each
+    one and the process's CPU time during each (read outside the sample's timer); the probes'
+    and the whole loop's ns."""
+    latency_ns = np.empty(repeats, dtype=np.int64)
+    canary = np.full((repeats, 2), np.nan) if between else None
+    cpu_ns = np.zeros(repeats, dtype=np.int64) if between else None
+    canary_ns = 0
+    loop_start = time.perf_counter_ns()
+    for i in range(repeats):
+        cpu_start = time.process_time_ns()
+        start = time.perf_counter_ns()
+        for _ in range(calls):
+            sync(call())
+        latency_ns[i] = time.perf_counter_ns() - start
+        if between is not None:
+            cpu_ns[i] = time.process_time_ns() - cpu_start
+            canary[i] = between()
+            canary_ns += time.perf_counter_ns() - start - latency_ns[i]
+    return latency_ns, canary, cpu_ns, canary_ns, time.perf_counter_ns() - loop_start
+
+
 def time_calls(
     call: Callable[[], Any],
     sync: Callable[[Any], None],
@@ -86,6 +122,7 @@ def time_calls(
     min_sample_s: float = 0.0,
     quiet_probe_s: float = 0.2,
     context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+    between: Callable[[], tuple[float, float]] | None = None,
 ) -> Timing:
     """First call (compile + run) timed alone, `warmup` untimed calls, then `repeats` timed
     samples, each perf_counter_ns around k consecutive calls, each call synced; a sample's
@@ -102,6 +139,10 @@ def time_calls(
     during the warm-up and timed calls. Contention (fwbench.host.contention): CPU pressure
     during the warm and timed calls, and other processes' CPU use during them and during a
     `quiet_probe_s` idle probe just before them.
+
+    `between` (the speed canary's probe) runs after each timed sample, outside its timer:
+    what it returns per sample is `canary_s`, what it costs `canary_wall_s`; with it, each
+    sample's process CPU time over its wall time is `on_cpu` (read outside the sample's timer).
     """
     load_before = os.getloadavg()[0]
     with context():
@@ -111,18 +152,14 @@ def time_calls(
 
         with OtherCpu() as probe:
             time.sleep(quiet_probe_s)
-        latency_ns = np.empty(repeats, dtype=np.int64)
         with _no_gc(), OtherCpu() as during, CpuPressure() as pressure:
             warmup_start = time.perf_counter()
             for _ in range(warmup):
                 sync(call())
             warmup_s = time.perf_counter() - warmup_start
             calls = calls_per_sample(warmup_s / warmup if warmup else first_call_s, min_sample_s)
-            for i in range(repeats):
-                start = time.perf_counter_ns()
-                for _ in range(calls):
-                    sync(call())
-                latency_ns[i] = time.perf_counter_ns() - start
+            sampled = _samples(call, sync, repeats, calls, between)
+            latency_ns, canary, cpu_ns, canary_ns, loop_ns = sampled
     return Timing(
         first_call_s=first_call_s,
         warmup_s=warmup_s,
@@ -134,4 +171,8 @@ def time_calls(
         cpu_pressure=pressure.share,
         load_before=load_before,
         load_after=os.getloadavg()[0],
+        canary_s=canary,
+        on_cpu=None if cpu_ns is None else cpu_ns / latency_ns,
+        canary_wall_s=canary_ns * 1e-9,
+        loop_wall_s=loop_ns * 1e-9,
     )

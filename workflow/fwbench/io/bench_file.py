@@ -5,8 +5,10 @@ Dimensions system (the config's kinds of node), framework, mode, arch, batch, pr
 a cell's fresh processes; size 1 in a one-process sweep) and repeat (the raw iterations).
 Variables (SI units in each `units` attribute, text in each `description`):
   latency_s(..., repeat)   s    every timed sample of the cell (NaN beyond its repeats)
+  speed_factor, slow_sample, canary_chain_s, canary_read_s (..., repeat)   the speed canary
+                                after each sample (fwbench.io.cell_file.SERIES; version 2)
   the cell file's scalars       (fwbench.io.cell_file.SCALARS), one value per cell
-  contended, attempts      1    from the cell's attributes
+  contended, attempts, slow_machine   1    from the cell's attributes
   status, error, host, cpu_model ...   per-cell text, each with its description (the list:
                                 fwbench.analysis.aggregate.TEXT_ATTRS); a position without a
                                 cell is NaN with status "absent"
@@ -30,7 +32,9 @@ import xarray as xr
 from fwbench.io.atomic import write_netcdf
 from fwbench.io.common import read_versioned_netcdf, with_schema_version
 
-SCHEMA_VERSION = 1
+# 2 adds the canary's per-sample series and slow_machine; version 1 files read without them.
+SCHEMA_VERSION = 2
+READABLE = (1, 2)
 UNVERSIONED = 1  # bench.nc from before the attribute existed has version 1's layout
 WHAT = "benchmark aggregate"
 RERUN = "the aggregate_bench rule (snakemake --forcerun aggregate_bench)"
@@ -43,4 +47,4 @@ def write_bench(ds: xr.Dataset, path: str | os.PathLike) -> None:
 
 def read_bench(path: str | os.PathLike) -> xr.Dataset:
     """The whole aggregate, its schema version checked (and not kept in the attributes)."""
-    return read_versioned_netcdf(path, SCHEMA_VERSION, WHAT, UNVERSIONED, RERUN)
+    return read_versioned_netcdf(path, READABLE, WHAT, UNVERSIONED, RERUN)

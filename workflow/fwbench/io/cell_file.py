@@ -28,6 +28,20 @@ Variables (SI units in the `units` attribute):
   other_cores_during  cores  other processes' CPU use during the warm-up and timed calls
   cpu_pressure        1      PSI: share of the warm-up and timed calls in which some task waited
                              for a CPU (NaN without /proc/pressure/cpu); schema version 2
+The speed canary (fwbench.memory.canary, fwbench.measure.speed; schema version 6, older cells
+read NaN), probed after each timed sample:
+  speed_factor(repeat)     1  the probe over the quiet baseline's median (chain or read, the
+                              larger): the machine's speed just after the sample, 1 = quiet
+  on_cpu(repeat)           1  the process's CPU time over the sample's wall time (read around
+                              the sample; NaN where it does not count: threads > 1, cuda)
+  slow_sample(repeat)      1  1 where speed_factor is above bench.slow_sample_factor or on_cpu
+                              below bench.slow_on_cpu
+  canary_chain_s(repeat), canary_read_s(repeat)   s   the probe's two timings
+  canary_factor            1  median speed_factor;  canary_cv_pct  %  its CV
+  on_cpu_median            1  median on_cpu
+  slow_samples             1  samples marked slow;  canary_share   1  the probes' share of the
+                              timed loop's wall time (their cost)
+  canary_chain_baseline_s, canary_read_baseline_s   s   the baseline medians used
 Attributes: framework, framework_version, versions (JSON of every relevant distribution), mode,
 arch, batch, process (which of the cell's fresh processes: 0 when absent), status ('ok' |
 'failed'), error_type, error_message, traceback_tail, compile_how, eager_ops (ops a compiled
@@ -36,7 +50,9 @@ none), counter_note, device, system (the config's name of the kind of node; sche
 version 4), host, cpu_model and gpu_model (the node that measured the cell; gpu_model '' on
 cpu; schema version 4), threads (JSON of every thread setting), warmup, repeats, config_hash,
 git_commit, start_ns, end_ns (time.time_ns wall clock), start_utc, end_utc,
-contended (0/1: the machine was busy during the cell), attempts, and where the cell's time
+contended (0/1: the machine was busy during the cell), slow_machine (0/1: the canary
+says the machine ran slow, after bench.retries), canary (its level and work, or why there is
+none), attempts, and where the cell's time
 went: import_s (framework import), build_s (model build + input on device), warmup_s (the
 untimed warm-up calls); schema_version (SCHEMA_VERSION; cells written before the attribute
 existed have version 1's layout and are read as version 1).
@@ -83,15 +99,33 @@ UNITS = {
     "other_cores_probe": "cores",
     "other_cores_during": "cores",
     "cpu_pressure": "1",
+    "canary_factor": "1",
+    "on_cpu_median": "1",
+    "canary_cv_pct": "%",
+    "slow_samples": "1",
+    "canary_share": "1",
+    "canary_chain_baseline_s": "s",
+    "canary_read_baseline_s": "s",
 }
-SCALARS = [name for name in UNITS if name != "latency_s"]
-SCHEMA_VERSION = 5
+# Per timed sample (dimension repeat); latency_s first.
+SERIES = {
+    "latency_s": "s",
+    "speed_factor": "1",
+    "on_cpu": "1",
+    "slow_sample": "1",
+    "canary_chain_s": "s",
+    "canary_read_s": "s",
+}
+UNITS |= {name: unit for name, unit in SERIES.items() if name != "latency_s"}
+SCALARS = [name for name in UNITS if name not in SERIES]
+SCHEMA_VERSION = 6
 # Version 1 lacks the contention variables other_cores_probe, other_cores_during, cpu_pressure;
 # versions 1 and 2 lack working_set_bytes and null_call_s (all read as NaN); versions 1 to 3
 # lack the attributes system, cpu_model and gpu_model (the aggregate is told the system; the
 # node's models read as unknown). Cells from before the attribute existed have version 1's
-# layout. Versions 1 to 4 lack calls_per_sample (one call per sample; read as NaN).
-READABLE = (1, 2, 3, 4, 5)
+# layout. Versions 1 to 4 lack calls_per_sample (one call per sample; read as NaN). Versions 1
+# to 5 lack the canary's variables and the slow_machine attribute (NaN).
+READABLE = (1, 2, 3, 4, 5, 6)
 UNVERSIONED = 1
 WHAT = "cell file"
 
@@ -108,12 +142,16 @@ class Cell:
     latency_s: np.ndarray | None = None
     scalars: dict[str, float] = field(default_factory=dict)
     attrs: dict[str, Any] = field(default_factory=dict)
+    series: dict[str, np.ndarray] = field(default_factory=dict)  # SERIES but latency_s
 
     def to_dataset(self) -> xr.Dataset:
-        latency = np.full(self.repeats, np.nan)
-        if self.latency_s is not None:
-            latency[: len(self.latency_s)] = self.latency_s
-        data = {"latency_s": ("repeat", latency)}
+        data = {}
+        for name in SERIES:
+            values = self.latency_s if name == "latency_s" else self.series.get(name)
+            padded = np.full(self.repeats, np.nan)
+            if values is not None:
+                padded[: len(values)] = values
+            data[name] = ("repeat", padded)
         for name in SCALARS:
             data[name] = ((), float(self.scalars.get(name, np.nan)))
         ds = xr.Dataset(data, coords={"repeat": np.arange(self.repeats)})
@@ -151,6 +189,8 @@ class CellRecord:
     attrs: dict[str, Any]
     latency_s: np.ndarray
     scalars: dict[str, float]
+    series: dict[str, np.ndarray] = field(default_factory=dict)  # SERIES but latency_s; NaN
+    # where the file predates them
 
     @property
     def key(self) -> tuple[str, str, str, int]:
@@ -210,4 +250,9 @@ def read_cell_record(path: str | os.PathLike) -> CellRecord:
         for name in SCALARS:
             values = _read_array(handle.id, name)
             scalars[name] = np.nan if values is None else float(values)
-    return CellRecord(str(path), attrs, latency, scalars)
+        series = {}
+        for name in SERIES:
+            if name != "latency_s":
+                values = _read_array(handle.id, name)
+                series[name] = np.full(latency.shape, np.nan) if values is None else values
+    return CellRecord(str(path), attrs, latency, scalars, series)

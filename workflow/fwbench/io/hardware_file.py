@@ -17,9 +17,10 @@ from fwbench.io.common import SCHEMA_KEY, check_schema_version, schema_version
 # 2 adds `memory` (the working-set bandwidth sweep and its per-level plateaus), the measured
 # clock, and per-size GEMM sweeps; version 1 files read, with DRAM as their only memory level.
 # 3 adds `system` (the config's name of the kind of node) and `node` (host, CPU and GPU model,
-# what a cell's node is matched against).
-SCHEMA_VERSION = 3
-READABLE = (1, 2, 3)
+# what a cell's node is matched against). 4 adds `canary` (the speed canary's fixed work and
+# quiet baseline per memory level); older files read, their cells without a canary.
+SCHEMA_VERSION = 4
+READABLE = (1, 2, 3, 4)
 WHAT = "hardware file"
 
 

@@ -4,13 +4,13 @@ their version, writers and readers.
 
 stats.nc: dimensions system, framework, mode, arch, batch, and scope for the winners.
 Per cell: the statistics, roofline and speedup variables (units in each `units` attribute) and
-the text variables (status, error_type, error, bound, memory_level, flags, eager_ops; each with
-a `description`) of fwbench.analysis.summary_variables; per (arch, batch, scope) the winner_*
-variables (fwbench.analysis.winners); framework_version(system, framework); system_attrs(system),
-JSON of each system's own attributes (fwbench.io.per_system). Attributes: the aggregate's
-provenance, stats_* (the settings), the roofline's, flags, bootstrap, processes,
-median_ci_level, title, systems, schema_version (SCHEMA_VERSION). A stats.nc without the
-attribute is refused: rerun the stats rule.
+the text variables (status, error_type, error, bound, memory_level, noise, flags, eager_ops;
+each with a `description`) of fwbench.analysis.summary_variables; per (arch, batch, scope) the
+winner_* variables (fwbench.analysis.winners); framework_version(system, framework);
+system_attrs(system), JSON of each system's own attributes (fwbench.io.per_system). Attributes:
+the aggregate's provenance, stats_* (the settings), the roofline's, flags, bootstrap,
+processes, median_ci_level, slow_samples_choice, title, systems, schema_version
+(SCHEMA_VERSION). A stats.nc without the attribute is refused: rerun the stats rule.
 
 stats.csv: one row per measured or failed cell (absent positions left out), system first,
 framework_version after framework, then the text and the per-cell numeric variables. A CSV
@@ -27,7 +27,10 @@ import xarray as xr
 from fwbench.io.atomic import write_netcdf, write_text
 from fwbench.io.common import read_versioned_netcdf, with_schema_version
 
-SCHEMA_VERSION = 1
+# 2 adds the speed canary's variables (slow_machine, canary_*, slow_samples*, noise) and
+# process_sigma; version 1 files read without them.
+SCHEMA_VERSION = 2
+READABLE = (1, 2)
 WHAT = "statistics file"
 RERUN = "the stats rule (snakemake --forcerun stats)"
 
@@ -40,7 +43,7 @@ def write_stats(summary: xr.Dataset, path: str | os.PathLike) -> None:
 def read_stats(path: str | os.PathLike) -> xr.Dataset:
     """The whole of stats.nc, its schema version checked (and not kept in the attributes);
     a file without one, or of another version, is refused naming it and the stats rule."""
-    return read_versioned_netcdf(path, SCHEMA_VERSION, WHAT, None, RERUN)
+    return read_versioned_netcdf(path, READABLE, WHAT, None, RERUN)
 
 
 def write_stats_table(table: pd.DataFrame, path: str | os.PathLike) -> None:

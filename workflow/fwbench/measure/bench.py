@@ -10,7 +10,6 @@ import functools
 import os
 import shutil
 import sys
-import tempfile
 import threading
 import time
 import traceback
@@ -24,8 +23,17 @@ from fwbench.host.contention import Thresholds
 from fwbench.host.harness import Timing, peak_rss_bytes, time_calls, timing_lock
 from fwbench.host.threads import setup_threads
 from fwbench.io.cell_file import Cell, write_cell
-from fwbench.io.dims import STATUS_FAILED
+from fwbench.io.dims import STATUS_FAILED, STATUS_OK
 from fwbench.io.joblog import flush_all
+from fwbench.measure import compile_cache
+from fwbench.measure.speed import (
+    CellCanary,
+    SpeedReading,
+    SpeedThresholds,
+    cell_canary,
+    read_speed,
+    record_speed,
+)
 from fwbench.plan.request import CellRequest
 
 TRACEBACK_TAIL_LINES = 15
@@ -62,7 +70,9 @@ def _measure(request: CellRequest, cell: Cell) -> None:
     )
     prepared = runner.prepare(weights.make_input(spec, request.batch, request.seed))
     cell.attrs["build_s"] = time.perf_counter() - start
-    timing, attempts, contended = _time_cell(request, runner, prepared)
+    rss_before_canary = peak_rss_bytes()
+    canary = cell_canary(request, cell)
+    timing, attempts, contended, speed = _time_cell(request, runner, prepared, canary)
     cell.latency_s = timing.latency_s
     cell.scalars |= _timing_scalars(timing) | {"null_call_s": _null_call_s(adapter, request)}
     cell.attrs |= {
@@ -70,7 +80,9 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         "warmup_s": timing.warmup_s,
         "contended": int(contended),
     }
-    _describe_runner(runner, prepared, cell)
+    record_speed(cell, timing, speed)
+    canary_bytes = canary.buffer_bytes if canary else 0
+    _describe_runner(runner, prepared, cell, request.process, rss_before_canary, canary_bytes)
 
 
 def _analytic_cost(spec: Any, batch: int) -> dict[str, float]:
@@ -85,33 +97,51 @@ def _analytic_cost(spec: Any, batch: int) -> dict[str, float]:
     }
 
 
-def _time_cell(request: CellRequest, runner: Any, prepared: Any) -> tuple[Timing, int, bool]:
-    """The timed samples, measured again up to `retries` times while contended (the first
-    call is the first attempt's); returns the timing kept, the attempts and its contention."""
+def _time_cell(
+    request: CellRequest, runner: Any, prepared: Any, canary: CellCanary | None
+) -> tuple[Timing, int, bool, SpeedReading | None]:
+    """The timed samples, measured again up to `retries` times while contended or while the
+    canary says the machine is slow (the first call is the first attempt's); returns the
+    timing kept, the attempts, its contention and its canary reading."""
     call = functools.partial(runner.call_in_context, prepared)
     thresholds = Thresholds(request.pressure_threshold, request.busy_threshold_cores)
+    speed_thresholds = SpeedThresholds(
+        request.slow_sample_factor,
+        request.slow_machine_factor,
+        request.slow_sample_share,
+        request.slow_on_cpu,
+    )
 
-    def timed() -> Timing:
-        return time_calls(
+    def timed() -> tuple[Timing, SpeedReading | None]:
+        timing = time_calls(
             call,
             runner.sync,
             request.warmup,
             request.repeats,
             request.min_sample_s,
             context=runner.timing_context,
+            between=canary.probe if canary else None,
         )
+        if canary is None:
+            return timing, None
+        # the on-CPU share counts where the cell has one core to itself to lose
+        one_core = request.device == "cpu" and request.threads == 1
+        on_cpu = timing.on_cpu if one_core else None
+        return timing, read_speed(timing.canary_s, canary.baseline, speed_thresholds, on_cpu)
 
-    def contended(timing: Timing) -> bool:
-        return thresholds.contended(timing.cpu_pressure, timing.busy_cpu_other)
+    def disturbed(timing: Timing, speed: SpeedReading | None) -> bool:
+        slow = speed is not None and speed.slow_machine
+        return slow or thresholds.contended(timing.cpu_pressure, timing.busy_cpu_other)
 
-    timing = timed()
+    timing, speed = timed()
     attempts = 1
-    while contended(timing) and attempts <= request.retries:
+    while disturbed(timing, speed) and attempts <= request.retries:
         first_call_s = timing.first_call_s
-        timing = timed()
+        timing, speed = timed()
         timing.first_call_s = first_call_s
         attempts += 1
-    return timing, attempts, contended(timing)
+    contended = thresholds.contended(timing.cpu_pressure, timing.busy_cpu_other)
+    return timing, attempts, contended, speed
 
 
 def _timing_scalars(timing: Timing) -> dict[str, float]:
@@ -136,14 +166,21 @@ def _null_call_s(adapter: Any, request: CellRequest) -> float:
     return float(np.median(null.latency_s))
 
 
-def _describe_runner(runner: Any, prepared: Any, cell: Cell) -> None:
-    """What the framework says of the measured callable: compilation, counter, memory."""
+def _describe_runner(
+    runner: Any, prepared: Any, cell: Cell, process: int, rss_before_canary: int, canary_bytes: int
+) -> None:
+    """What the framework says of the measured callable: compilation, counter (process 0's:
+    the same function in every process), memory (the process's peak RSS less the canary's
+    buffer, which stays resident from its allocation)."""
     info = runner.compile_info()
-    counter, counter_note = runner.counter_flops(prepared)
+    counter, counter_note = (
+        runner.counter_flops(prepared) if process == 0 else (None, "counted by process 0")
+    )
     device_peak = runner.peak_device_memory_bytes()
+    rss_peak = max(rss_before_canary, peak_rss_bytes() - canary_bytes)
     cell.scalars |= {
         "counter_flops": np.nan if counter is None else counter,
-        "peak_mem_bytes": device_peak if device_peak is not None else peak_rss_bytes(),
+        "peak_mem_bytes": device_peak if device_peak is not None else rss_peak,
         "compiled": float(info.compiled),
         "graph_count": info.graph_count,
         "graph_breaks": info.graph_breaks,
@@ -154,7 +191,11 @@ def _describe_runner(runner: Any, prepared: Any, cell: Cell) -> None:
         "eager_ops": info.eager_ops,
         "compile_details": info.details,
         "counter_note": counter_note,
-        "peak_mem_kind": "device allocator peak" if device_peak is not None else "process RSS",
+        "peak_mem_kind": (
+            "device allocator peak"
+            if device_peak is not None
+            else f"process RSS (less the canary's {canary_bytes} B buffer)"
+        ),
     }
 
 
@@ -208,20 +249,7 @@ class _Watchdog:
         os._exit(0)
 
 
-def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
-    """Measure one cell and write it to `output`; a failure is written as a `failed` cell."""
-    frameworks.check_framework_mode(request.framework, request.mode)
-    os.environ.update(frameworks.pre_import_env(request.framework, request.device))
-    threads_info = setup_threads(request.threads)
-    # A private temp dir per cell: compiler caches (torch inductor writes to the system temp dir)
-    # start cold every time, so first-call times are comparable and reruns reproduce them.
-    scratch = tempfile.mkdtemp(prefix="fwbench-cell-")
-    cache_env = {"TMPDIR": scratch, "TORCHINDUCTOR_CACHE_DIR": os.path.join(scratch, "inductor")}
-    saved_env = {name: os.environ.get(name) for name in cache_env}
-    saved_tempdir = tempfile.tempdir
-    os.environ.update(cache_env)
-    tempfile.tempdir = scratch
-
+def _new_cell(request: CellRequest, threads_info: dict[str, Any], cache_note: str) -> Cell:
     cell = Cell(request.framework, request.mode, request.arch, request.batch, request.repeats)
     cell.attrs |= {
         "framework_version": next(iter(request.versions.values()), "unknown"),
@@ -234,10 +262,19 @@ def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
         "process": request.process,
         "config_hash": request.settings_hash(),
         "git_commit": provenance.git_commit(Path(__file__).parent),
-        "compile_cache": "cold: a fresh temporary cache directory per cell",
+        "compile_cache": cache_note,
     }
+    return cell
+
+
+def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
+    """Measure one cell and write it to `output`; a failure is written as a `failed` cell."""
+    frameworks.check_framework_mode(request.framework, request.mode)
+    os.environ.update(frameworks.pre_import_env(request.framework, request.device))
+    threads_info = setup_threads(request.threads)
     output = Path(output)
-    try:
+    with compile_cache.private_dirs(request) as (scratch, cache_note):
+        cell = _new_cell(request, threads_info, cache_note)
         with timing_lock(request.lock) as waited_s:
             cell.attrs["lock_wait_s"] = waited_s
             cell.attrs["start_ns"] = time.time_ns()
@@ -252,12 +289,6 @@ def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
                     cell.attrs["start_utc"] = provenance.utc(cell.attrs["start_ns"])
                     cell.attrs["end_utc"] = provenance.utc(cell.attrs["end_ns"])
                     write_cell(cell, output)
-    finally:
-        tempfile.tempdir = saved_tempdir
-        for name, value in saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        shutil.rmtree(scratch, ignore_errors=True)
+        if cell.attrs.get("status", STATUS_OK) == STATUS_OK:
+            compile_cache.keep(request, scratch)
     return cell

@@ -13,6 +13,8 @@ from typing import Any
 
 HARDWARE = "results/hardware/{system}.json"
 CELL = "results/cells/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
+# Process 0's on-disk compile caches, which the cell's later processes start from.
+COMPILE_CACHE = "results/compile_cache/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
 CELL_LOG = "results/logs/bench/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
 CHECKS = "results/checks/{system}/{framework}/{version}/{name}.csv"
 TRAIN_RUN = "results/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}.nc"

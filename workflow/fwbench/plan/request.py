@@ -32,21 +32,28 @@ class CellRequest:
     min_sample_s: float  # a timed sample holds enough calls to last this long
     busy_threshold_cores: float
     pressure_threshold: float | None
+    slow_sample_factor: float  # the speed canary's thresholds (fwbench.measure.speed)
+    slow_machine_factor: float
+    slow_sample_share: float
+    slow_on_cpu: float
     retries: int
     timeout_s: float
     inject_failure: bool
     versions: dict[str, str]  # the first distribution names the framework's results
     process: int  # which of the cell's fresh processes this is
     compile_options: dict[str, Any]
-    # Where the host's timing jobs meet: not a property of the cell, so not in its JSON.
+    # Where the host's timing jobs meet, and the hardware file holding the canary's baseline:
+    # not properties of the cell, so not in its JSON (the cell records the baseline it used).
     lock: str = DEFAULT_LOCK
+    hardware: str | None = None
 
     def settings_hash(self) -> str:
         """What determines the cell: every process of a cell has the same hash."""
         from fwbench.provenance import config_hash
 
         settings = asdict(self)
-        settings.pop("lock")
+        for name in _NOT_JSON:
+            settings.pop(name)
         settings.pop("process")
         return config_hash(settings)
 
@@ -58,13 +65,16 @@ class CellRequest:
         return json.dumps({name: getattr(self, name) for name in _JSON_FIELDS})
 
     @classmethod
-    def from_json(cls, text: str, lock: str = DEFAULT_LOCK) -> CellRequest:
+    def from_json(
+        cls, text: str, lock: str = DEFAULT_LOCK, hardware: str | None = None
+    ) -> CellRequest:
         """The request `to_json` wrote; raises naming any field this version does not know."""
         settings = json.loads(text)
-        unknown = sorted(set(settings) - {f.name for f in fields(cls)})
+        unknown = sorted(set(settings) - set(_JSON_FIELDS))
         if unknown:
             raise ValueError(f"cell request: unknown field(s) {', '.join(unknown)}")
-        return cls(**settings, lock=lock)
+        return cls(**settings, lock=lock, hardware=hardware)
 
 
-_JSON_FIELDS = tuple(f.name for f in fields(CellRequest) if f.name != "lock")
+_NOT_JSON = ("lock", "hardware")
+_JSON_FIELDS = tuple(f.name for f in fields(CellRequest) if f.name not in _NOT_JSON)

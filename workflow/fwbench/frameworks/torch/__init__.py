@@ -11,5 +11,6 @@ INFO = FrameworkInfo(
     compile_options=("mode", "fullgraph", "dynamic", "freezing"),
     compile_modes=("compiled",),
     compiled_variant=r"compiled_[a-z0-9_]+",
+    compile_cache_env=("TORCHINDUCTOR_CACHE_DIR",),  # inductor's FX graph and code caches
     stream_probe=True,
 )

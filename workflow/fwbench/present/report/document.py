@@ -1,8 +1,8 @@
 """The report in order, results first: the header and the cross-checks' one-line verdict, the
 systems side by side, then per system its results (figures, winners, statistics tables), its
-failed and flagged cells, its hardware and method; then training, changes since the previous
-version, the cross-checks in full, and the statistics file. One context, loaded once, feeds
-every section."""
+failed and flagged cells, its measurement quality, its hardware and method; then training,
+changes since the previous version, the cross-checks in full, and the statistics file. One
+context, loaded once, feeds every section."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from fwbench.present.report.header import header_section
 from fwbench.present.report.markdown import demote
 from fwbench.present.report.method import method_section
 from fwbench.present.report.problems import problems_section
+from fwbench.present.report.quality import quality_section
 from fwbench.present.report.results import (
     figures_section,
     statistics_tables_section,
@@ -50,6 +51,7 @@ def system_part(context: ReportContext, part: SystemPart) -> str:
         winners_section,
         statistics_tables_section,
         problems_section,
+        quality_section,
         hardware_section,
         method_section,
     )

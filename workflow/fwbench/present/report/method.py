@@ -58,6 +58,7 @@ def method_section(context: ReportContext, part: SystemPart) -> str:
         + _samples_text(stats, settings)
         + " Every call is synchronized before the next starts; the first call "
         "(tracing/compilation) is timed apart.\n"
+        + _processes_line(stats.attrs)
         + _statistics_line(stats.attrs)
         + CONTEXT_AND_GC
         + ROOFLINE
@@ -65,6 +66,19 @@ def method_section(context: ReportContext, part: SystemPart) -> str:
         + _null_call_line(stats)
         + f"- Versions: {'; '.join(_versions(stats, part.bench)) or MISSING}.\n\n"
         + _compile_part(stats, part.bench)
+    )
+
+
+def _processes_line(attrs: Mapping[str, Any]) -> str:
+    processes = int(attrs.get("processes", 1) or 1)
+    if processes <= 1:
+        return ""
+    return (
+        f"- Every cell is measured in {processes} fresh processes, all cells' processes in one "
+        "seeded shuffled order (each after the cell's process 0); the timed samples of all "
+        "processes are pooled. The first call reported is process 0's, with an empty compile "
+        "cache; later processes start from a copy of its on-disk compile cache (torch "
+        "inductor's), so they do not pay the cold compile again.\n"
     )
 
 
@@ -80,8 +94,8 @@ def _repeats(stats: xr.Dataset) -> str:
 def _statistics_line(attrs: Mapping[str, Any]) -> str:
     return (
         f"- Statistics: median with a {fixed(attrs.get('stats_confidence', math.nan), 100, 0)}% "
-        f"percentile-bootstrap CI ({attrs.get('stats_bootstrap_resamples', MISSING)} "
-        f"resamples; {attrs.get('median_ci_level', 'over the timings of one process')}). "
+        f"CI ({attrs.get('median_ci_level', 'over the timings of one process')}; bootstraps "
+        f"are percentile, {attrs.get('stats_bootstrap_resamples', MISSING)} resamples). "
         f"CV above {attrs.get('stats_cv_threshold_pct', MISSING)}% is flagged "
         "noisy. A winner is declared only when every other variant is slower both "
         "significantly (one-sided, in the medians' direction: Mann–Whitney U on the timings, or "

@@ -1,0 +1,132 @@
+"""CIs from the spread between processes, and what the statistics do with the samples the
+canary marks slow."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fwbench.analysis.aggregate import aggregate_cells
+from fwbench.analysis.machine import MACHINE, OWN, apply_choice, canary_correlation, noise_source
+from fwbench.analysis.process_spread import (
+    cell_sigma,
+    pooled_sigma,
+    ratio_ci,
+    spread_ci,
+)
+from fwbench.analysis.roofline import HardwareLimits
+from fwbench.analysis.stats import StatsSettings, summarize
+from fwbench.io.cell_file import Cell, write_cell
+
+SIGMA = 0.1  # between processes, on log latency
+
+
+def _cell_processes(rng, processes: int, center: float, samples: int = 20) -> np.ndarray:
+    """One cell's timings by process: a lognormal process effect, small within-process noise."""
+    effects = np.exp(rng.normal(0, SIGMA, processes))
+    return center * effects[:, None] * (1 + 0.002 * rng.standard_normal((processes, samples)))
+
+
+def test_the_pooled_sigma_recovers_a_known_spread_between_processes():
+    rng = np.random.default_rng(1)
+    cells = [_cell_processes(rng, 2, rng.uniform(1e-5, 1e-2)) for _ in range(40)]
+    sigma, dof = pooled_sigma(cells)
+    assert dof == 40
+    assert 0.06 < sigma < 0.15
+
+
+def test_a_cell_noisier_than_its_variant_keeps_its_own_spread():
+    wide = np.array([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
+    sigma, processes = cell_sigma(wide, group_sigma=0.01)
+    assert processes == 2 and sigma == pytest.approx(np.std(np.log([1.0, 2.0]), ddof=1))
+    assert pooled_sigma([np.ones((1, 5))]) == (pytest.approx(np.nan, nan_ok=True), 0)
+
+
+def test_two_process_cis_cover_the_median_of_many_processes_in_nine_cells_of_ten():
+    """The default sweep's design: two processes per cell, σ pooled over a variant's 20 cells;
+    the target is the cell's median over 25 processes."""
+    rng = np.random.default_rng(7)
+    covered = total = 0
+    for _ in range(20):  # variants
+        centers = rng.uniform(1e-5, 1e-2, 20)
+        runs = [_cell_processes(rng, 27, center) for center in centers]
+        sigma, dof = pooled_sigma([run[:2] for run in runs])
+        for run in runs:
+            seen, target = run[:2], np.median(run[2:])
+            cell, k = cell_sigma(seen, sigma)
+            low, high = spread_ci(float(np.median(seen)), cell, k, dof, 0.95)
+            covered += low <= target <= high
+            total += 1
+    assert covered / total >= 0.9, covered / total
+
+
+def test_a_speedup_ci_adds_both_cells_spreads():
+    low, high = ratio_ci(2.0, [(0.1, 2, 20), (0.1, 2, 20)], 0.95)
+    assert low < 2.0 < high
+    assert np.log(high / 2.0) == pytest.approx(2.086 * np.sqrt(0.01 / 2 + 0.01 / 2), rel=0.01)
+    assert np.isnan(ratio_ci(2.0, [(0.1, 2, 0), (0.1, 2, 20)], 0.95)[0])
+
+
+# --- slow samples --------------------------------------------------------------------------------
+
+
+def _cell(process: int, latency, slow, slow_machine: int = 0) -> Cell:
+    cell = Cell("torch", "eager", "mlp", 1, repeats=len(latency))
+    cell.latency_s = np.asarray(latency, dtype=float)
+    cell.series = {
+        "slow_sample": np.asarray(slow, dtype=float),
+        "speed_factor": np.where(np.asarray(slow) > 0, 2.0, 1.0),
+    }
+    cell.scalars = {"first_call_s": 1.0, "flops": 1e3, "bytes": 1e3, "compiled": 1.0}
+    cell.scalars |= {"working_set_bytes": 2e3, "slow_samples": float(np.sum(slow))}
+    cell.attrs = {"host": "h", "device": "cpu", "framework_version": "1.0", "contended": 0}
+    cell.attrs |= {"process": process, "slow_machine": slow_machine}
+    return cell
+
+
+def _bench(tmp_path, cells):
+    paths = []
+    for i, cell in enumerate(cells):
+        paths.append(tmp_path / f"c{i}.nc")
+        write_cell(cell, paths[-1])
+    return aggregate_cells(paths).sel(system="local")
+
+
+def _summary(bench, choice: str):
+    limits = HardwareLimits(1e12, 1e12, source="test")
+    settings = StatsSettings(bootstrap_resamples=200, slow_samples=choice)
+    return summarize(bench, limits, settings).sel(framework="torch", mode="eager", arch="mlp")
+
+
+def test_slow_samples_are_dropped_counted_and_kept_by_choice(tmp_path):
+    latency = [1.0] * 18 + [5.0, 5.0]
+    slow = [0] * 18 + [1, 1]
+    bench = _bench(tmp_path, [_cell(0, latency, slow)])
+    dropped = _summary(bench, "drop").sel(batch=1)
+    assert dropped["n"].item() == 18 and dropped["mean_s"].item() == pytest.approx(1.0)
+    assert dropped["slow_samples_dropped"].item() == 2 and dropped["slow_samples"].item() == 2
+    kept = _summary(bench, "keep").sel(batch=1)
+    assert kept["n"].item() == 20 and kept["slow_samples_dropped"].item() == 0
+    assert "slow_samples_choice" in _summary(bench, "keep").attrs
+    with pytest.raises(ValueError, match="stats.slow_samples='toss'"):
+        apply_choice(bench, "toss")
+
+
+def test_a_slow_machine_process_keeps_all_its_samples_and_flags_the_cell(tmp_path):
+    latency, slow = [1.0] * 10 + [5.0] * 10, [0] * 10 + [1] * 10
+    bench = _bench(tmp_path, [_cell(0, latency, slow, slow_machine=1)])
+    summary = _summary(bench, "drop").sel(batch=1)
+    assert summary["n"].item() == 20 and summary["slow_samples_dropped"].item() == 0
+    assert "slow_machine" in summary["flags"].item()
+    assert summary["noise"].item() == MACHINE
+
+
+def test_noise_that_follows_the_canary_is_the_machines():
+    rng = np.random.default_rng(3)
+    factor = 1 + 0.1 * rng.random((2, 40))
+    latency = np.stack([factor[0] * 1e-3, 1e-3 * (1 + 0.1 * rng.random(40))])
+    rho = canary_correlation(latency, factor)
+    assert rho[0] > 0.99 and abs(rho[1]) < 0.5
+    ok = np.array([True, True])
+    assert list(noise_source(rho, np.zeros(2), ok)) == [MACHINE, OWN]
+    assert list(noise_source(np.full(2, np.nan), np.zeros(2), ok)) == ["", ""]

@@ -1,0 +1,115 @@
+"""How far a cell's median moves between fresh processes, and the CIs that cover it.
+
+A default sweep measures each cell in a few processes (bench.processes); a few processes are
+too few to bootstrap over (two draws of a process cannot leave the range of the two), so the
+spread between processes is pooled over a variant's cells: the log process medians of every
+cell of one (framework, mode) deviate from their cell's mean by a common scale σ, estimated
+robustly (median absolute deviation) with Σ(k − 1) degrees of freedom. A cell's σ is the
+larger of its variant's and its own; its median's CI is median × exp(± t · σ / √k), Student's
+t at the pooled degrees of freedom. This is a one-way random-effects model on log latency;
+self_measurement/process_variation.py measures how often it covers the median of more
+processes than it saw.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+MAD_TO_SIGMA = 1 / 0.6744897501960817  # a normal's σ over its median absolute deviation
+MIN_SAMPLES = 2  # a process with fewer usable timings has no median worth pooling
+
+
+def log_process_medians(by_process: np.ndarray) -> np.ndarray:
+    """Per process (rows; NaN-padded timings), the log of its median; NaN for processes with
+    fewer than MIN_SAMPLES timings."""
+    rows = np.asarray(by_process, dtype=float)
+    counts = np.sum(np.isfinite(rows), axis=-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows
+        medians = np.nanmedian(rows, axis=-1)
+    return np.where(counts >= MIN_SAMPLES, np.log(medians), np.nan)
+
+
+def _residuals(log_medians: np.ndarray) -> np.ndarray:
+    """Deviations from the cell's mean, scaled to unit variance per process (√(k/(k−1)))."""
+    values = log_medians[np.isfinite(log_medians)]
+    if len(values) < 2:
+        return np.empty(0)
+    return (values - values.mean()) * math.sqrt(len(values) / (len(values) - 1))
+
+
+def pooled_sigma(cells: Sequence[np.ndarray]) -> tuple[float, int]:
+    """The robust common σ of log process medians over cells (each a process × iteration
+    array) and its degrees of freedom; (NaN, 0) where no cell has two processes."""
+    residuals = [_residuals(log_process_medians(cell)) for cell in cells]
+    dof = sum(max(len(r) - 1, 0) for r in residuals)
+    pooled = np.concatenate([r for r in residuals if len(r)] or [np.empty(0)])
+    if dof == 0:
+        return math.nan, 0
+    return float(np.median(np.abs(pooled)) * MAD_TO_SIGMA), dof
+
+
+def cell_sigma(by_process: np.ndarray, group_sigma: float) -> tuple[float, int]:
+    """A cell's σ (the larger of its variant's and its own spread) and its usable processes."""
+    log_medians = log_process_medians(by_process)
+    values = log_medians[np.isfinite(log_medians)]
+    own = float(np.std(values, ddof=1)) if len(values) >= 2 else 0.0
+    return max(group_sigma, own), len(values)
+
+
+def spread_ci(
+    median_s: float, sigma: float, processes: int, dof: int, confidence: float
+) -> tuple[float, float]:
+    """median × exp(± t · σ / √k); NaN without a σ."""
+    if not (dof > 0 and processes > 0 and math.isfinite(sigma) and median_s > 0):
+        return math.nan, math.nan
+    half = scipy_stats.t.ppf((1 + confidence) / 2, dof) * sigma / math.sqrt(processes)
+    return median_s * math.exp(-half), median_s * math.exp(half)
+
+
+def ratio_ci(
+    ratio: float, spreads: Sequence[tuple[float, int, int]], confidence: float
+) -> tuple[float, float]:
+    """CI of a ratio of two cells' medians from each one's (σ, processes, dof): the log
+    ratio's variance is the sum of theirs, at the smaller dof."""
+    if not all(k > 0 and dof > 0 and math.isfinite(s) for s, k, dof in spreads):
+        return math.nan, math.nan
+    sigma = math.sqrt(sum(s * s / k for s, k, _ in spreads))
+    return spread_ci(ratio, sigma, 1, min(dof for _, _, dof in spreads), confidence)
+
+
+def cell_spreads(by_process: np.ndarray, ok: np.ndarray) -> dict[str, np.ndarray]:
+    """Per `ok` cell of a (framework, mode, arch, batch, process, iteration) array: its σ,
+    usable processes and the pooled dof of its (framework, mode); NaN / 0 elsewhere."""
+    shape = ok.shape
+    out = {"sigma": np.full(shape, np.nan), "processes": np.zeros(shape), "dof": np.zeros(shape)}
+    for f, m in np.ndindex(*shape[:2]):
+        members = [(a, b) for a, b in np.ndindex(*shape[2:]) if ok[f, m, a, b]]
+        group_sigma, dof = pooled_sigma([by_process[f, m, a, b] for a, b in members])
+        for a, b in members:
+            sigma, k = cell_sigma(by_process[f, m, a, b], group_sigma)
+            out["sigma"][f, m, a, b], out["processes"][f, m, a, b] = sigma, k
+            out["dof"][f, m, a, b] = dof
+    return out
+
+
+def spread_cis(
+    spreads: dict[str, np.ndarray], ok: np.ndarray, median_s: np.ndarray, confidence: float
+) -> dict[str, np.ndarray]:
+    """The medians' CIs from the spread between processes (fwbench.analysis.process_spread),
+    and each cell's σ of log process medians."""
+    low, high = np.full(ok.shape, np.nan), np.full(ok.shape, np.nan)
+    for position in zip(*np.nonzero(ok), strict=True):
+        low[position], high[position] = spread_ci(
+            median_s[position],
+            spreads["sigma"][position],
+            int(spreads["processes"][position]),
+            int(spreads["dof"][position]),
+            confidence,
+        )
+    return {"median_ci_low_s": low, "median_ci_high_s": high, "process_sigma": spreads["sigma"]}

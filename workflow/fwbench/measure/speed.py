@@ -1,0 +1,151 @@
+"""A cell's speed canary: its baseline from the hardware file, and what its probes say: per
+sample the machine's speed factor, per process whether the machine was slow
+(fwbench.memory.canary measures, this module decides and records).
+
+A sample's factor is its canary probe over the quiet baseline's median, the larger of the
+chain's and the read's (fixed work running slower: a busy host, a bandwidth hog). Its on-CPU
+share is the process's CPU time over the sample's wall time: below 1 where something else
+held the cell's one core (a hog time-sharing it; host steal where the kernel accounts it).
+The probe alone cannot see time-sharing: a framework that waits in one thread while another
+computes gets the sleeper's credit, and its probes run at full speed between samples that
+took twice as long. A sample is slow above `slow_sample_factor`, or, in a one-thread cell on
+CPU, below `slow_on_cpu`; a process is on a slow machine when its canary's median factor is
+above `slow_machine_factor` or more than `slow_share` of its samples are slow. The thresholds
+are calibrated by self_measurement/canary_calibration.py.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fwbench.host.harness import Timing
+from fwbench.io.cell_file import Cell
+from fwbench.io.hardware_file import read_hardware
+from fwbench.memory.canary import Canary, CanaryWork, level_for, works_from_baseline
+from fwbench.plan.request import CellRequest
+
+
+@dataclass(frozen=True)
+class SpeedThresholds:
+    slow_sample_factor: float
+    slow_machine_factor: float
+    slow_share: float
+    slow_on_cpu: float = 0.0  # 0: the on-CPU share marks nothing
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The quiet medians of one level's probe (chain, read), from the hardware file."""
+
+    work: CanaryWork
+    chain_s: float
+    read_s: float
+    source: str
+
+
+@dataclass
+class SpeedReading:
+    factor: np.ndarray  # per sample: canary ÷ baseline median, the larger of chain and read
+    slow: np.ndarray  # per sample: factor above slow_sample_factor, or on-CPU share below
+    on_cpu: np.ndarray  # per sample: process CPU time ÷ wall time (NaN where not read)
+    median_factor: float
+    cv_pct: float  # of the factors
+    slow_share: float
+    slow_machine: bool
+
+
+def baseline_for(
+    hardware: dict[str, Any] | None, working_set_bytes: float, source: str
+) -> Baseline | None:
+    """The baseline of the level the cell's working set fits in; None without one."""
+    section = (hardware or {}).get("canary") or {}
+    if not section.get("levels"):
+        return None
+    work = level_for(works_from_baseline(section), working_set_bytes)
+    entry = section["levels"][work.level]
+    return Baseline(work, entry["chain_s"]["median"], entry["read_s"]["median"], source)
+
+
+def read_speed(
+    canary_s: np.ndarray,
+    baseline: Baseline,
+    thresholds: SpeedThresholds,
+    on_cpu: np.ndarray | None = None,
+) -> SpeedReading:
+    """The reading of one timed loop's probes (samples × (chain, read) seconds) and, where
+    it counts (a one-thread cell on CPU), each sample's on-CPU share."""
+    probes = np.asarray(canary_s, dtype=float)
+    factor = np.fmax(probes[:, 0] / baseline.chain_s, probes[:, 1] / baseline.read_s)
+    share = np.full(len(factor), np.nan) if on_cpu is None else np.asarray(on_cpu, dtype=float)
+    slow = (factor > thresholds.slow_sample_factor) | (share < thresholds.slow_on_cpu)
+    median = float(np.median(factor)) if len(factor) else math.nan
+    cv = float(100 * np.std(factor, ddof=1) / np.mean(factor)) if len(factor) > 1 else math.nan
+    slow_share = float(np.mean(slow)) if len(slow) else math.nan
+    slow_machine = median > thresholds.slow_machine_factor or slow_share > thresholds.slow_share
+    return SpeedReading(factor, slow, share, median, cv, slow_share, bool(slow_machine))
+
+
+@dataclass
+class CellCanary:
+    """A cell's canary and the baseline its probes are read against."""
+
+    canary: Canary
+    baseline: Baseline
+
+    @property
+    def buffer_bytes(self) -> int:
+        return self.baseline.work.buffer_bytes
+
+    def probe(self) -> tuple[float, float]:
+        return self.canary.probe()
+
+
+def cell_canary(request: CellRequest, cell: Cell) -> CellCanary | None:
+    """The canary of the cell's memory level (its working set, already in `cell`); None, with
+    the reason recorded in the cell, where the hardware file holds no baseline."""
+    hardware = read_hardware(request.hardware) if request.hardware else None
+    baseline = baseline_for(hardware, cell.scalars["working_set_bytes"], str(request.hardware))
+    if baseline is None:
+        cell.attrs["canary"] = (
+            "none: no hardware file given"
+            if hardware is None
+            else f"none: {request.hardware} has no canary baseline (rerun the hardware rule)"
+        )
+        return None
+    work = baseline.work
+    cell.attrs["canary"] = (
+        f"{work.level}: {work.chain_iterations} × 16 dependent adds and {work.read_elements} "
+        f"doubles read × {work.read_reps} of a {work.buffer_bytes} B buffer per piece; "
+        f"baseline medians {baseline.chain_s * 1e6:.1f} µs (chain), "
+        f"{baseline.read_s * 1e6:.1f} µs (read) from {baseline.source}"
+    )
+    cell.scalars |= {
+        "canary_chain_baseline_s": baseline.chain_s,
+        "canary_read_baseline_s": baseline.read_s,
+    }
+    return CellCanary(Canary(work), baseline)
+
+
+def record_speed(cell: Cell, timing: Timing, speed: SpeedReading | None) -> None:
+    """The canary's probes per sample and what they say, into the cell."""
+    if speed is None:
+        return
+    cell.series |= {
+        "speed_factor": speed.factor,
+        "on_cpu": speed.on_cpu,
+        "slow_sample": speed.slow.astype(float),
+        "canary_chain_s": timing.canary_s[:, 0],
+        "canary_read_s": timing.canary_s[:, 1],
+    }
+    cell.scalars |= {
+        "canary_factor": speed.median_factor,
+        "on_cpu_median": float(np.median(speed.on_cpu)),
+        "canary_cv_pct": speed.cv_pct,
+        "slow_samples": float(np.sum(speed.slow)),
+        "canary_share": timing.canary_wall_s / timing.loop_wall_s,
+    }
+    cell.attrs["slow_machine"] = int(speed.slow_machine)
