@@ -217,3 +217,12 @@ def synthetic_results(root: Path) -> SyntheticResults:
     return SyntheticResults(
         root, bench_path, out / "stats.nc", out / "stats.csv", out / "tables", hardware_path
     )
+
+
+def aggregate_of(tmp_path: Path, cells: list[Cell]):
+    """The one-system aggregate of these cells, written as cell files under `tmp_path`."""
+    paths = []
+    for i, cell in enumerate(cells):
+        paths.append(tmp_path / f"c{i}.nc")
+        write_cell(cell, paths[-1])
+    return aggregate_cells(paths).sel(system="local")

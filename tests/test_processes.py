@@ -30,6 +30,8 @@ from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_FAILED
 from fwbench.rng import seeded_rng, seeded_shuffle
 
+from synthetic import aggregate_of
+
 PROVENANCE = {"host": "h", "device": "cpu", "framework_version": "1.0", "contended": 0}
 
 
@@ -42,12 +44,7 @@ def _cell(process: int, latency, **scalars) -> Cell:
     return cell
 
 
-def _bench(tmp_path, cells):
-    paths = []
-    for i, cell in enumerate(cells):
-        paths.append(tmp_path / f"c{i}.nc")
-        write_cell(cell, paths[-1])
-    return aggregate_cells(paths).sel(system="local")
+_bench = aggregate_of
 
 
 def test_pool_keeps_the_system_dimension_of_an_aggregate(tmp_path):

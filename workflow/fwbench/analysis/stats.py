@@ -1,7 +1,9 @@
 """Statistics of one system's aggregate: stats.nc, stats.csv and <system>/tables/*.md.
 
 Per cell (framework, mode, arch, batch), from the warm iterations: median, mean, σ (ddof 1),
-CV %, IQR, min, p95 and a bootstrap CI of the median (fwbench.analysis.estimators); the
+CV %, IQR, min, p95 and a CI of the median (one process: a bootstrap,
+fwbench.analysis.estimators; several: the spread between processes,
+fwbench.analysis.process_spread); the speed canary's reading (fwbench.analysis.machine); the
 roofline metrics (fwbench.analysis.roofline); compile overhead (first call − median). Per
 compiled mode against the same framework's eager cell: speedup (eager median / compiled
 median) with a bootstrap CI of that ratio, and the break-even iteration count
@@ -225,8 +227,10 @@ def _summary_attrs(
 
 def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings) -> xr.Dataset:
     """stats.nc as a Dataset: per-cell statistics, speedups, winners; provenance in attrs.
-    A cell's processes are pooled (fwbench.analysis.processes); with more than one, the
-    medians' CIs resample processes first. Several systems: by_system.summarize_systems."""
+    The samples the canary marks slow are dropped or kept (settings.slow_samples), then a
+    cell's processes are pooled (fwbench.analysis.processes); with more than one, the medians'
+    and speedups' CIs come from the spread between processes (analysis.process_spread).
+    Several systems: by_system.summarize_systems."""
     bench = one_system(bench)  # raises for several: summarize them one at a time
     process_count = processes(bench)
     bench, dropped = apply_choice(bench, settings.slow_samples)

@@ -129,10 +129,8 @@ def time_calls(
     latency is its time ÷ k.
 
     k (calls_per_sample) is the fewest calls that last `min_sample_s` at the warm-up calls'
-    mean (the first call's time without warm-up): a sample of a 30 µs call is then not one
-    timer read beside a scheduler tick, and the spread of the samples is that of the
-    per-call time, not of the clock and interrupts around one call (as timeit and
-    torch.utils.benchmark do).
+    mean (the first call's time without warm-up), as timeit and torch.utils.benchmark do: a
+    sample's spread is then the per-call time's, not the clock's and interrupts' around one.
 
     `context` (the runner's framework context: inference mode, device scope) is entered once
     around all calls, so no timed call pays for entering it; the garbage collector is off
@@ -140,9 +138,8 @@ def time_calls(
     during the warm and timed calls, and other processes' CPU use during them and during a
     `quiet_probe_s` idle probe just before them.
 
-    `between` (the speed canary's probe) runs after each timed sample, outside its timer:
-    what it returns per sample is `canary_s`, what it costs `canary_wall_s`; with it, each
-    sample's process CPU time over its wall time is `on_cpu` (read outside the sample's timer).
+    `between` (the speed canary's probe) runs after each timed sample, outside its timer
+    (fwbench.measure.speed): `canary_s`, `on_cpu`, `canary_wall_s` (see Timing).
     """
     load_before = os.getloadavg()[0]
     with context():
@@ -158,8 +155,9 @@ def time_calls(
                 sync(call())
             warmup_s = time.perf_counter() - warmup_start
             calls = calls_per_sample(warmup_s / warmup if warmup else first_call_s, min_sample_s)
-            sampled = _samples(call, sync, repeats, calls, between)
-            latency_ns, canary, cpu_ns, canary_ns, loop_ns = sampled
+            latency_ns, canary, cpu_ns, canary_ns, loop_ns = _samples(
+                call, sync, repeats, calls, between
+            )
     return Timing(
         first_call_s=first_call_s,
         warmup_s=warmup_s,
