@@ -98,7 +98,7 @@ def test_a_compiled_variant_gets_its_options_and_an_injected_failure_is_named():
     [
         ({"mode": "jit"}, ["'jit'", "torch"]),
         ({"version": "9.9"}, ["'9.9'", "'0.0-fake'"]),
-        ({"process": "2"}, ["process 2", "bench.processes is 2"]),
+        ({"process": "1"}, ["process 1", "bench.processes is 1"]),
     ],
 )
 def test_a_request_outside_the_config_is_refused_naming_it(changes, named):
