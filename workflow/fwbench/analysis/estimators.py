@@ -180,24 +180,19 @@ def hierarchical_ratio_ci(
 
 def cell_median_cis(
     latency: np.ndarray,
-    by_process: np.ndarray | None,
     ok: np.ndarray,
     names: np.ndarray,
     confidence: float,
     resamples: int,
     seed: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) of each `ok` cell's median CI, seeded from (seed, the cell's name): over
-    processes then timings when `by_process` (cells × process × repeat) is given, else over
-    the timings (cells × repeat)."""
+    """(low, high) of each `ok` cell's median CI over its timings (cells × repeat), seeded
+    from (seed, the cell's name): the CI of a one-process sweep (several processes:
+    fwbench.analysis.process_spread)."""
     low, high = np.full(ok.shape, np.nan), np.full(ok.shape, np.nan)
     for position in zip(*np.nonzero(ok), strict=True):
         rng = seeded_rng(seed, str(names[position]))
-        if by_process is None:
-            ci = median_ci(latency[position], confidence, resamples, rng)
-        else:
-            ci = hierarchical_median_ci(by_process[position], confidence, resamples, rng)
-        low[position], high[position] = ci
+        low[position], high[position] = median_ci(latency[position], confidence, resamples, rng)
     return low, high
 
 

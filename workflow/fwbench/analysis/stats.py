@@ -142,7 +142,6 @@ def _cell_statistics(
         names = np.array(["/".join(map(str, key)) for key in itertools.product(*coords)])
         cells["median_ci_low_s"], cells["median_ci_high_s"] = cell_median_cis(
             latency,
-            None,
             ok,
             names.reshape(ok.shape),
             settings.confidence,
