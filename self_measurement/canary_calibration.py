@@ -5,10 +5,11 @@ The canary's baseline is measured first, as the hardware stage measures it (the 
 task, the hardware file's memory capacities). Each trial then runs one real cell
 (fwbench.measure.bench.run_cell, the code a `bench` job runs, retries 0) in a fresh process;
 conditions alternate within each round, so drift hits all alike. Per trial it prints the
-canary's median factor, its CV, the share of samples it marked slow, the cell's CV and median,
-and the flags; then, per condition, the spread of those readings, the thresholds they suggest
-(bench.slow_sample_factor, slow_machine_factor, slow_sample_share) and how often the
-configured thresholds flag each condition.
+canary's median factor (the chain's; the read's beside it, deciding nothing), its CV, the share
+of samples it marked slow, the cell's CV and median, and the flags; then, per condition, the
+spread of those readings, the thresholds they suggest (bench.slow_sample_factor,
+slow_machine_factor, slow_sample_share) and how often the configured thresholds flag each
+condition.
 
     .venv/bin/python self_measurement/canary_calibration.py [--hardware results/hardware/local.json]
         [--trials 3]
@@ -58,7 +59,9 @@ request = CellRequest.from_json(sys.argv[1], lock=sys.argv[2], hardware=sys.argv
 run_cell(request, sys.argv[4])
 ds = read_cell(sys.argv[4])
 latency = ds["latency_s"].values
-scalars = ("canary_factor", "canary_cv_pct", "canary_share", "on_cpu_median")
+scalars = (
+    "canary_factor", "canary_read_factor", "canary_cv_pct", "canary_share", "on_cpu_median"
+)
 row = {name: float(ds[name]) for name in scalars}
 row |= {
     "slow_share": float(ds["slow_samples"]) / len(latency),
@@ -135,7 +138,8 @@ def summarize(rows: dict[str, list[dict]], cells: int) -> None:
         print(
             f"{condition:14s} cell median / quiet {min(slowdown):.2f}-{max(slowdown):.2f} | "
             f"sample factor p50 {np.median(factors):.3f} p99 {np.percentile(factors, 99):.3f} "
-            f"max {factors.max():.2f} | process median factor {_span(found, 'canary_factor')} | "
+            f"max {factors.max():.2f} | process median factor {_span(found, 'canary_factor')} "
+            f"(read, deciding nothing: {_span(found, 'canary_read_factor')}) | "
             f"on-CPU median {_span(found, 'on_cpu_median')} | "
             f"slow share {_span(found, 'slow_share')} | canary CV {_span(found, 'canary_cv_pct')}"
             f"% | cell CV {_span(found, 'cv_pct')}% | flagged slow_machine "

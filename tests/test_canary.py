@@ -113,8 +113,15 @@ def test_a_quiet_reading_marks_nothing():
     assert 1.0 <= reading.median_factor < 1.02 and reading.cv_pct < 2
 
 
-def test_a_slow_read_alone_slows_the_machine():
-    reading = read_speed(_probes(np.ones(40), np.full(40, 1.3)), _baseline(), THRESHOLDS)
+def test_a_slow_read_is_recorded_and_decides_nothing():
+    # the framework's sample evicts the level the read reads: its factor moves with the cell
+    reading = read_speed(_probes(np.ones(40), np.full(40, 3.0)), _baseline(), THRESHOLDS)
+    assert np.allclose(reading.read_factor, 3.0) and reading.median_factor == pytest.approx(1.0)
+    assert not reading.slow.any() and not reading.slow_machine
+
+
+def test_a_slow_chain_slows_the_machine():
+    reading = read_speed(_probes(np.full(40, 1.3), np.ones(40)), _baseline(), THRESHOLDS)
     assert reading.median_factor == pytest.approx(1.3) and reading.slow_machine
     assert not reading.slow.any()  # 1.3 is below the slow-sample factor
 

@@ -32,6 +32,7 @@ WORST = (
     "fallbacks",
     "slow_machine",
     "canary_factor",
+    "canary_read_factor",
     "canary_cv_pct",
     "canary_share",
 )

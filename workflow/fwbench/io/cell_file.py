@@ -30,14 +30,17 @@ Variables (SI units in the `units` attribute):
                              for a CPU (NaN without /proc/pressure/cpu); schema version 2
 The speed canary (fwbench.memory.canary, fwbench.measure.speed; schema version 6, older cells
 read NaN), probed after each timed sample:
-  speed_factor(repeat)     1  the probe over the quiet baseline's median (chain or read, the
-                              larger): the machine's speed just after the sample, 1 = quiet
+  speed_factor(repeat)     1  the probe's chain over the quiet baseline's median: the core's
+                              speed just after the sample, 1 = quiet (schema 6: the larger
+                              of the chain's and the read's factor)
   on_cpu(repeat)           1  the process's CPU time over the sample's wall time (read around
                               the sample; NaN where it does not count: threads > 1, cuda)
   slow_sample(repeat)      1  1 where speed_factor is above bench.slow_sample_factor or on_cpu
                               below bench.slow_on_cpu
   canary_chain_s(repeat), canary_read_s(repeat)   s   the probe's two timings
   canary_factor            1  median speed_factor;  canary_cv_pct  %  its CV
+  canary_read_factor       1  median of the read over its baseline median (recorded, decides
+                              nothing: the framework's cache footprint moves it; schema 7)
   on_cpu_median            1  median on_cpu
   slow_samples             1  samples marked slow;  canary_share   1  the probes' share of the
                               timed loop's wall time (their cost)
@@ -100,6 +103,7 @@ UNITS = {
     "other_cores_during": "cores",
     "cpu_pressure": "1",
     "canary_factor": "1",
+    "canary_read_factor": "1",
     "on_cpu_median": "1",
     "canary_cv_pct": "%",
     "slow_samples": "1",
@@ -118,14 +122,15 @@ SERIES = {
 }
 UNITS |= {name: unit for name, unit in SERIES.items() if name != "latency_s"}
 SCALARS = [name for name in UNITS if name not in SERIES]
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 # Version 1 lacks the contention variables other_cores_probe, other_cores_during, cpu_pressure;
 # versions 1 and 2 lack working_set_bytes and null_call_s (all read as NaN); versions 1 to 3
 # lack the attributes system, cpu_model and gpu_model (the aggregate is told the system; the
 # node's models read as unknown). Cells from before the attribute existed have version 1's
 # layout. Versions 1 to 4 lack calls_per_sample (one call per sample; read as NaN). Versions 1
-# to 5 lack the canary's variables and the slow_machine attribute (NaN).
-READABLE = (1, 2, 3, 4, 5, 6)
+# to 5 lack the canary's variables and the slow_machine attribute (NaN). Version 6 lacks
+# canary_read_factor (NaN) and its speed_factor is the larger of the chain's and the read's.
+READABLE = (1, 2, 3, 4, 5, 6, 7)
 UNVERSIONED = 1
 WHAT = "cell file"
 

@@ -23,6 +23,7 @@ HEADER = [
     "median CV %",
     "canary CV %",
     "canary factor (median, max)",
+    "read factor (median)",
     "on-CPU share (median, min)",
     "slow samples (marked, dropped)",
     "slow_machine cells",
@@ -33,8 +34,10 @@ HEADER = [
 ]
 CANARY = (
     "The speed canary is fixed work (a dependent add chain and a read sized to the cell's "
-    "memory level, in C) timed after every timed sample, never inside one; its factor is its "
-    "time over the hardware stage's quiet median (1: the machine ran at its baseline speed). "
+    "memory level, in C) timed after every timed sample, never inside one; its factor is the "
+    "chain's time over the hardware stage's quiet median (1: the core ran at its baseline "
+    "speed). The read's factor is shown beside it and decides nothing: it reads a level the "
+    "framework's sample has just partly evicted, so it moves with the framework's footprint. "
     "Beside it, each sample's on-CPU share: the process's CPU time over the sample's wall time "
     "(1: nothing took the cell's core; counted in one-thread cells on CPU)."
 )
@@ -64,6 +67,7 @@ def _variant_row(stats: xr.Dataset, framework: str, mode: str) -> list[Any]:
         fixed(_median(values("canary_cv_pct"))),
         f"{fixed(_median(factor), digits=2)}, "
         f"{fixed(float(np.nanmax(factor)) if np.isfinite(factor).any() else np.nan, digits=2)}",
+        fixed(_median(values("canary_read_factor")), digits=2),
         f"{fixed(_median(on_cpu), digits=2)}, "
         f"{fixed(float(np.nanmin(on_cpu)) if np.isfinite(on_cpu).any() else np.nan, digits=2)}",
         f"{fixed(np.nansum(values('slow_samples')), digits=0)}, "
