@@ -7,7 +7,7 @@ running slower (a busy host, steal, a lower clock). The read of the cell's memor
 recorded beside it (`read_factor`) and decides nothing: between a framework's samples it reads
 a level the sample has just partly evicted, so on an idle 2-core Zen 4 VM its median moved
 between 0.8 and 1.3 of the quiet baseline with the framework's footprint and the host's shared
-cache (self_measurement/canary_calibration.py prints both), while the chain stayed within
+cache (self_measurement/canary_read_bias.py measures it), while the chain stayed within
 0.96-0.99 and a memory-bandwidth hog on the other core slowed the cells by at most 4%. Its on-CPU
 share is the process's CPU time over the sample's wall time: below 1 where something else
 held the cell's one core (a hog time-sharing it; host steal where the kernel accounts it).
