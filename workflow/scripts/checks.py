@@ -26,10 +26,7 @@ with job_log(sm.log[0]):
         batch=sm.params.batch,
         modes=list(sm.params.modes),
     )
-    artifacts = checks.artifacts_by_cell(sm.input.artifacts)
-    equivalence = checks.equivalence_rows(
-        **common, tolerance=sm.params.tolerance, artifacts=artifacts
-    )
+    equivalence = checks.equivalence_rows(**common, tolerance=sm.params.tolerance)
     checks.write_csv(equivalence, sm.output.equivalence, checks.EQUIVALENCE_COLUMNS)
     flops = checks.flops_rows(**common)
     checks.write_csv(flops, sm.output.flops, checks.FLOPS_COLUMNS)

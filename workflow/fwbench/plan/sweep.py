@@ -13,7 +13,6 @@ from fwbench import frameworks
 from fwbench.host.threads import resolve_threads
 from fwbench.plan.baselines import baselines
 from fwbench.plan.checks import check_config, compile_options_key
-from fwbench.plan.exports import ExportPlan
 from fwbench.plan.request import CellRequest
 from fwbench.plan.versions import VersionsOf, versions_source
 from fwbench.rng import seeded_shuffle
@@ -23,7 +22,7 @@ CELL_KEYS = ("system", "framework", "version", "mode", "arch", "batch")
 
 
 @dataclass
-class Plan(ExportPlan):
+class Plan:
     """Everything a sweep runs, derived from a validated config (see make_plan)."""
 
     config: Mapping[str, Any]
