@@ -62,6 +62,8 @@ def test_schema_fills_defaults_for_keys_left_out():
         ({"threads": "many"}, ["threads", "many"]),
         ({"device": "tpu"}, ["device", "tpu"]),
         ({"bench": {"processes": 0}}, ["processes", "0"]),
+        ({"bench": {"multi_process_share": 0}}, ["multi_process_share", "0"]),
+        ({"bench": {"multi_process_share": 1.5}}, ["multi_process_share", "1.5"]),
         ({"modes": {"torch": ["eager", "Compiled-2"]}}, ["Compiled-2"]),
         ({"torch_compile": {"compiled": {"freeze": True}}}, ["freeze"]),
         ({"torch_compile": {"compiled": {"mode": "fastest"}}}, ["fastest"]),

@@ -57,6 +57,19 @@ def test_a_sample_holds_as_many_calls_as_last_min_sample_s():
     assert np.all((timing.latency_s >= 0.001) & (timing.latency_s < 0.005))
 
 
+def test_the_calls_per_sample_come_from_the_warmed_up_pace_not_the_first_slow_calls():
+    calls = []
+
+    def call():
+        calls.append(None)
+        time.sleep(0.02 if len(calls) <= 4 else 0.001)  # the first call and 3 slow warm-ups
+
+    timing = time_calls(call, lambda out: None, warmup=10, repeats=3, min_sample_s=0.01)
+    # the mean over all ten warm-ups is ≥ 6.7 ms (k ≤ 2); the later five's about 1 ms
+    assert timing.calls_per_sample >= 4
+    assert timing.warmup_s >= 0.06  # every warm-up call counted in warmup_s
+
+
 @pytest.mark.parametrize(
     ("call_s", "min_sample_s", "expected"),
     [(0.001, 0.02, 20), (0.0015, 0.02, 14), (0.03, 0.02, 1), (0.001, 0.0, 1), (0.0, 0.02, 1)],

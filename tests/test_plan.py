@@ -39,8 +39,57 @@ def test_the_default_sweep_has_140_cells():
     assert len(plan_of(base=DEFAULT).cells) == 140
 
 
+def _multi(plan) -> dict[tuple, list[int]]:
+    """Per (system, framework, mode, arch): the batches measured in more than one process."""
+    chosen: dict[tuple, list[int]] = {}
+    for cell_ in plan.cells:
+        key = (cell_["system"], cell_["framework"], cell_["mode"], cell_["arch"])
+        if len(plan.cell_processes(cell_)) > 1:
+            chosen.setdefault(key, []).append(cell_["batch"])
+    return chosen
+
+
+def test_by_default_half_of_each_architectures_batches_get_a_second_process():
+    plan = plan_of(base=DEFAULT)
+    chosen = _multi(plan)
+    assert len(chosen) == 35 and {len(batches) for batches in chosen.values()} == {2}
+    assert len(plan.cell_files) == 140 + 70
+    assert len({tuple(batches) for batches in chosen.values()}) > 1, "the same batches everywhere"
+    every = plan_of({"bench": {"multi_process_share": 1}}, base=DEFAULT)
+    assert len(every.cell_files) == 280
+    assert plan_of({"bench": {"processes": 1}}, base=DEFAULT).cell_files == [
+        paths.cell_file(c) for c in plan.cells
+    ]
+
+
+def test_the_multi_process_cells_hold_across_upgrades_seeds_aside():
+    plan = plan_of(base=DEFAULT)
+    newer = {fw: {name: "99.0" for name in dists} for fw, dists in FAKE_VERSIONS.items()}
+    assert _multi(plan_of(base=DEFAULT, versions=newer)) == _multi(plan)
+    fewer = plan_of({"architectures": ["mlp", "lstm"]}, base=DEFAULT)
+    assert _multi(fewer).items() <= _multi(plan).items()
+    assert _multi(plan_of({"seed": 1}, base=DEFAULT)) != _multi(plan)
+    # a small share still measures one batch per architecture in every process
+    small = _multi(plan_of({"bench": {"multi_process_share": 0.01}}, base=DEFAULT))
+    assert {len(batches) for batches in small.values()} == {1}
+
+
+def test_a_later_process_of_a_single_process_cell_is_refused_naming_the_share():
+    plan = plan_of(base=DEFAULT)
+    single = next(c for c in plan.cells if len(plan.cell_processes(c)) == 1)
+    wildcards = {key: str(value) for key, value in single.items()} | {"process": "1"}
+    with pytest.raises(ValueError, match="process 0 alone.*multi_process_share is 0.5"):
+        plan.cell_request(wildcards)
+    multi = next(c for c in plan.cells if len(plan.cell_processes(c)) == 2)
+    wildcards = {key: str(value) for key, value in multi.items()} | {"process": "1"}
+    assert plan.cell_request(wildcards).process == 1
+
+
+EVERY_PROCESS = {"processes": 2, "multi_process_share": 1}
+
+
 def test_processes_beyond_the_first_add_a_suffix_and_nothing_else():
-    plan = plan_of({"bench": {"processes": 3}}, base=SMOKE)
+    plan = plan_of({"bench": {"processes": 3, "multi_process_share": 1}}, base=SMOKE)
     assert len(plan.cell_files) == 3 * len(plan.cells)
     first = paths.cell_file(plan.cells[0])
     assert first.endswith(".nc") and "-p" not in first
@@ -49,13 +98,13 @@ def test_processes_beyond_the_first_add_a_suffix_and_nothing_else():
 
 
 def test_the_bench_order_is_a_seeded_shuffle_of_every_process():
-    plan = plan_of({"bench": {"processes": 2}}, base=SMOKE)
+    plan = plan_of({"bench": EVERY_PROCESS}, base=SMOKE)
     priorities = plan.bench_priorities
     assert sorted(priorities.values()) == list(range(1, len(plan.cell_files) + 1))
-    assert priorities == plan_of({"bench": {"processes": 2}}, base=SMOKE).bench_priorities
+    assert priorities == plan_of({"bench": EVERY_PROCESS}, base=SMOKE).bench_priorities
     by_place = sorted(priorities, key=priorities.get, reverse=True)
     assert by_place != plan.cell_files, "the order is the listing order, not a shuffle"
-    reseeded = plan_of({"bench": {"processes": 2}, "seed": 1}, base=SMOKE).bench_priorities
+    reseeded = plan_of({"bench": EVERY_PROCESS, "seed": 1}, base=SMOKE).bench_priorities
     assert reseeded != priorities
     assert plan.ahead_of_bench > max(priorities.values())
 
@@ -122,7 +171,7 @@ def test_a_request_round_trips_through_json_in_field_order_without_its_lock_and_
 
 
 def test_every_process_of_a_cell_has_one_settings_hash_and_other_cells_another():
-    plan = plan_of({"bench": {"processes": 2}}, base=SMOKE)
+    plan = plan_of({"bench": EVERY_PROCESS}, base=SMOKE)
     first = plan.cell_request(cell())
     assert plan.cell_request(cell(process="1")).settings_hash() == first.settings_hash()
     assert plan.cell_request(cell(batch="1")).settings_hash() != first.settings_hash()

@@ -1,5 +1,5 @@
 """A cell measured in several fresh processes: the aggregate keeps them apart, `pool` makes one
-cell of them, and the medians' CIs resample processes first."""
+cell of them, and the medians' CIs and the winners' tests see the spread between processes."""
 
 from __future__ import annotations
 
@@ -9,11 +9,14 @@ import numpy as np
 import pytest
 
 from fwbench.analysis.aggregate import aggregate_cells
-from fwbench.analysis.estimators import (
-    hierarchical_median_ci,
-    hierarchical_ratio_ci,
-    median_ci,
-    ratio_of_medians_ci,
+from fwbench.analysis.estimators import median_ci, ratio_of_medians_ci
+from fwbench.analysis.process_spread import (
+    MAD_TO_SIGMA,
+    cell_sigma,
+    pooled_sigma,
+    ratio_ci,
+    slower_p,
+    spread_ci,
 )
 from fwbench.analysis.processes import pool
 from fwbench.analysis.roofline import HardwareLimits
@@ -22,7 +25,6 @@ from fwbench.analysis.significance import (
     WINNER,
     Contest,
     decide,
-    hierarchical_p,
     mann_whitney_p,
 )
 from fwbench.analysis.stats import StatsSettings, summarize
@@ -97,27 +99,51 @@ def _processes(offsets, timings=40, spread=0.01, seed=0):
     return np.array([offset + spread * rng.standard_normal(timings) for offset in offsets])
 
 
-def test_the_hierarchical_ci_widens_with_between_process_variation():
+def _spread(by_process, group=None):
+    """A cell's (σ, processes, dof) as the statistics see it: pooled over `group` (the
+    variant's cells), the cell alone where no group is given."""
+    sigma, dof = pooled_sigma(group if group is not None else [by_process])
+    own, processes = cell_sigma(by_process, sigma)
+    return own, processes, dof
+
+
+def test_the_spread_ci_widens_with_between_process_variation():
     by_process = _processes([1.0, 1.2, 0.9, 1.1, 1.3])  # processes differ by far more than σ
-    low, high = hierarchical_median_ci(by_process, 0.95, 2000, seeded_rng(0, "test"))
+    median = float(np.median(by_process))
+    low, high = spread_ci(median, *_spread(by_process)[:2], _spread(by_process)[2], 0.95)
     flat_low, flat_high = median_ci(by_process.ravel(), 0.95, 2000, seeded_rng(0, "test"))
-    assert low < np.median(by_process) < high
+    assert low < median < high
     assert (high - low) > 5 * (flat_high - flat_low)  # the pooled bootstrap pretends to know
 
 
-def test_the_hierarchical_ci_is_narrow_when_processes_agree():
+def test_the_spread_ci_is_narrow_when_processes_agree():
     by_process = _processes([1.0] * 5)
-    low, high = hierarchical_median_ci(by_process, 0.95, 2000, seeded_rng(0, "test"))
+    sigma, processes, dof = _spread(by_process)
+    low, high = spread_ci(float(np.median(by_process)), sigma, processes, dof, 0.95)
     assert low < 1.0 < high and high - low < 0.02
 
 
-def test_the_hierarchical_ci_needs_two_processes_and_ignores_nan_padding():
-    one = hierarchical_median_ci(_processes([1.0]), 0.95, 200, seeded_rng(0, "t"))
-    assert all(math.isnan(bound) for bound in one)
+def test_the_spread_needs_two_processes_somewhere_and_ignores_nan_padding():
+    alone = _spread(_processes([1.0]))
+    assert math.isnan(alone[0]) and alone[2] == 0
+    assert all(math.isnan(bound) for bound in spread_ci(1.0, *alone, 0.95))
     padded = _processes([1.0, 2.0], timings=10)
     padded[1, 5:] = np.nan  # the second process kept 5 timings
-    low, high = hierarchical_median_ci(padded, 0.95, 500, seeded_rng(0, "t"))
-    assert low > 0.9 and high < 2.1 and np.isfinite([low, high]).all()
+    sigma, processes, dof = _spread(padded)
+    # one pair's residuals are ±log(2)/√2; their median absolute value, scaled to a normal's σ
+    assert processes == 2 and dof == 1
+    assert sigma == pytest.approx(math.log(2) / math.sqrt(2) * MAD_TO_SIGMA, rel=0.05)
+
+
+def test_a_cell_in_one_process_takes_its_variants_spread_and_a_wider_ci():
+    variant = [_processes([1.0, 1.1], seed=s) for s in range(6)]
+    single = _processes([1.0], seed=9)
+    sigma, processes, dof = _spread(single, group=variant)
+    assert processes == 1 and dof == 6 and sigma > 0.03
+    low, high = spread_ci(1.0, sigma, processes, dof, 0.95)
+    two_low, two_high = spread_ci(1.0, sigma, 2, dof, 0.95)
+    assert low < two_low < 1.0 < two_high < high
+    assert math.log(high / low) == pytest.approx(math.sqrt(2) * math.log(two_high / two_low))
 
 
 def test_stats_resample_processes_and_say_which_level_the_ci_covers(tmp_path):
@@ -128,7 +154,7 @@ def test_stats_resample_processes_and_say_which_level_the_ci_covers(tmp_path):
         StatsSettings(bootstrap_resamples=500),
     )
     assert summary.attrs["processes"] == 4
-    assert "hierarchical" in summary.attrs["median_ci_level"]
+    assert "between processes" in summary.attrs["median_ci_level"]
     cell = summary.sel(framework="torch", mode="eager", arch="mlp", batch=1)
     assert cell["n"].item() == 80
     # the four processes sit at 1.0, 1.2, 1.4, 1.6: the CI spans most of them
@@ -150,13 +176,14 @@ def test_process_count_is_recorded_even_for_one(tmp_path, processes):
         bench, HardwareLimits(1e12, 1e12, source="test"), StatsSettings(bootstrap_resamples=200)
     )
     assert summary.attrs["processes"] == processes
-    assert ("hierarchical" in summary.attrs["median_ci_level"]) == (processes > 1)
+    assert ("between processes" in summary.attrs["median_ci_level"]) == (processes > 1)
 
 
-def test_the_hierarchical_speedup_ci_holds_the_ratio_and_sees_process_variation():
+def test_the_spread_speedup_ci_holds_the_ratio_and_sees_process_variation():
     eager = _processes([2.0, 2.4, 1.8, 2.2, 2.6], seed=1)
     compiled = _processes([1.0, 1.2, 0.9, 1.1, 1.3], seed=2)
-    low, high = hierarchical_ratio_ci(eager, compiled, 0.95, 2000, seeded_rng(0, "ratio"))
+    ratio = float(np.median(eager) / np.median(compiled))
+    low, high = ratio_ci(ratio, [_spread(eager), _spread(compiled)], 0.95)
     flat_low, flat_high = ratio_of_medians_ci(
         eager.ravel(), compiled.ravel(), 0.95, 2000, seeded_rng(0, "ratio")
     )
@@ -170,12 +197,25 @@ def test_a_winner_over_processes_needs_the_processes_not_only_the_timings_to_dif
     offsets = [1.0, 1.3, 0.85, 1.15, 0.95]
     fast = _processes(offsets, seed=3)
     slow = _processes([1.04 * o for o in offsets], seed=4)
-    assert mann_whitney_p(fast.ravel(), slow.ravel(), alternative="less") < 0.01
-    assert hierarchical_p(fast, slow, 2000, seeded_rng(0, "p")) > 0.2
     far = _processes([2.0 * o for o in offsets], seed=5)
-    assert hierarchical_p(fast, far, 2000, seeded_rng(0, "p")) < 1e-4
+    cells = {"a": fast, "b": slow, "c": far}
+    spreads = {name: _spread(cell) for name, cell in cells.items()}
+    medians = {name: float(np.median(cell)) for name, cell in cells.items()}
+    assert mann_whitney_p(fast.ravel(), slow.ravel(), alternative="less") < 0.01
+    assert slower_p(medians["a"], medians["b"], (spreads["a"], spreads["b"])) > 0.2
+    assert slower_p(medians["a"], medians["c"], (spreads["a"], spreads["c"])) < 0.005
     samples = {"a": fast.ravel(), "b": slow.ravel()}
     pooled = decide([Contest("row", "all", samples)], alpha=0.01, min_effect_pct=0)
-    by_process = {"a": fast, "b": slow}
-    nested = decide([Contest("row", "all", samples, by_process)], alpha=0.01, min_effect_pct=0)
+    between = {"a": spreads["a"], "b": spreads["b"]}
+    nested = decide([Contest("row", "all", samples, between)], alpha=0.01, min_effect_pct=0)
     assert pooled[0].verdict == WINNER and nested[0].verdict == TIE
+
+
+def test_two_processes_per_cell_do_not_make_a_winner_certain():
+    # Two processes of each of 10 cells, the processes scattering by 20 %: a true 5 % gap is
+    # no winner, and its p is nowhere near the 1e-83 the old bootstrap z-test gave.
+    group = [_processes([1.0, 1.0 + 0.2 * (-1) ** s], seed=s) for s in range(10)]
+    sigma, dof = pooled_sigma(group)
+    spread = (sigma, 2, dof)
+    assert slower_p(1.0, 1.05, (spread, spread)) > 0.1
+    assert slower_p(1.0, 3.0, (spread, spread)) < 1e-3

@@ -280,14 +280,15 @@ def test_timing_jobs_are_submitted_together_and_never_share_the_node(slurm_run, 
     for job in others:
         assert job.fields["OverSubscribe"] == "OK", f"{job.rule} job {job.id} took a whole node"
     # The single timing slot of a workstation run is lifted: SLURM had every timing job of a
-    # rule queued before the first of them finished (bench jobs wait only for their system's
-    # hardware file, which holds the speed canary's baseline), and ran them one after another
-    # on the one node.
-    for rule in {job.rule for job in timing}:
-        jobs = [job for job in timing if job.rule == rule]
+    # rule and system queued before the first of them finished, and ran them one after another
+    # on the one node. Per system: bench jobs wait for their own system's hardware file (it
+    # holds the speed canary's baseline), and the two systems' hardware jobs share the node,
+    # so the second system's cells are queued only once its hardware job has run.
+    for rule, system in {(job.rule, job.system) for job in timing}:
+        jobs = [job for job in timing if (job.rule, job.system) == (rule, system)]
         first_end = min(job.fields["EndTime"] for job in jobs)
         late = [job.id for job in jobs if job.fields["SubmitTime"] >= first_end]
-        assert not late, f"{rule} jobs {late} submitted only after the first of them ended"
+        assert not late, f"{system} {rule} jobs {late} submitted only after the first ended"
     spans = sorted((job.fields["StartTime"], job.fields["EndTime"], job.rule) for job in timing)
     for (_, end, first), (start, _, second) in zip(spans, spans[1:], strict=False):
         assert start >= end, f"{first} and {second} ran on the node at the same time"

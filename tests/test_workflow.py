@@ -119,7 +119,7 @@ def test_an_interrupted_job_leaves_no_output_and_only_it_reruns(smoke_copy):
 
 def test_more_processes_add_only_the_new_processes_jobs_in_a_seeded_shuffled_order(smoke_run):
     rigorous = smoke_run / "three-processes.yaml"
-    rigorous.write_text(yaml.safe_dump({"bench": {"processes": 3}}))
+    rigorous.write_text(yaml.safe_dump({"bench": {"processes": 3, "multi_process_share": 1}}))
     configs = [*smoke_configs(smoke_run), str(rigorous)]
     plan = snakemake("-n", "--configfile", *configs, cwd=smoke_run)
     assert plan.returncode == 0, plan.stdout + plan.stderr

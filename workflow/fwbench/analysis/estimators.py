@@ -122,62 +122,6 @@ def break_even_iterations(
     return float(n)
 
 
-def hierarchical_medians(
-    by_process: np.ndarray, resamples: int, rng: np.random.Generator
-) -> np.ndarray | None:
-    """`resamples` bootstrap replicates of the pooled median of timings that come in processes
-    (rows of `by_process`, NaN-padded): each draws processes with replacement, then timings
-    with replacement within each drawn process, so the replicates hold the between-process
-    variation as well as the within-process one. None with fewer than two usable processes."""
-    rows = [row[np.isfinite(row)] for row in np.asarray(by_process, dtype=float)]
-    rows = [row for row in rows if len(row) >= 2]
-    if len(rows) < 2:
-        return None
-    width = max(len(row) for row in rows)
-    padded = np.full((len(rows), width), np.nan)
-    for i, row in enumerate(rows):
-        padded[i, : len(row)] = row
-    lengths = np.array([len(row) for row in rows])
-    chosen = rng.integers(len(rows), size=(resamples, len(rows)))
-    counts = lengths[chosen][..., None]  # each drawn process keeps its own count of timings
-    picks = (rng.random((resamples, len(rows), width)) * counts).astype(int)
-    drawn = padded[chosen[..., None], picks]
-    drawn[np.arange(width) >= counts] = np.nan
-    return np.nanmedian(drawn.reshape(resamples, -1), axis=1)
-
-
-def _percentile_ci(replicates: np.ndarray | None, confidence: float) -> tuple[float, float]:
-    if replicates is None:
-        return math.nan, math.nan
-    tail = 100 * (1 - confidence) / 2
-    low, high = np.percentile(replicates, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def hierarchical_median_ci(
-    by_process: np.ndarray, confidence: float, resamples: int, rng: np.random.Generator
-) -> tuple[float, float]:
-    """Percentile CI of the pooled median over processes then timings (hierarchical_medians);
-    NaN with fewer than two usable processes."""
-    return _percentile_ci(hierarchical_medians(by_process, resamples, rng), confidence)
-
-
-def hierarchical_ratio_ci(
-    numerator: np.ndarray,
-    denominator: np.ndarray,
-    confidence: float,
-    resamples: int,
-    rng: np.random.Generator,
-) -> tuple[float, float]:
-    """Percentile CI of pooled-median ratio of two cells measured in processes (rows), each
-    resampled hierarchically and independently of the other."""
-    top = hierarchical_medians(numerator, resamples, rng)
-    bottom = hierarchical_medians(denominator, resamples, rng)
-    if top is None or bottom is None:
-        return math.nan, math.nan
-    return _percentile_ci(top / bottom, confidence)
-
-
 def cell_median_cis(
     latency: np.ndarray,
     ok: np.ndarray,
@@ -200,11 +144,13 @@ def ci_level(processes: int) -> str:
     """Which variation a median's CI covers, for the report."""
     if processes > 1:
         return (
-            f"between processes: {processes} fresh processes per cell; the medians' and the "
-            "compile speedups' CIs are median × exp(± t·σ/√k), σ the spread of log process "
-            "medians pooled over the variant's cells (fwbench.analysis.process_spread), so "
+            f"between processes: cells measured in up to {processes} fresh processes (k, "
+            "`process_count`; bench.multi_process_share of them in all, the others in one); "
+            "the medians' and the compile speedups' CIs are median × exp(± t·σ/√k), σ the "
+            "spread of log process medians pooled over the variant's cells measured in several "
+            "(fwbench.analysis.process_spread), so "
             "they cover between-process and within-process variation; the winners' tests "
-            "resample processes, then timings within each (hierarchical bootstrap)"
+            "are Student's t on the log ratio of two medians with the same σ"
         )
     return (
         "bootstrap over the timings of one process (medians' and speedups' CIs; winners by "

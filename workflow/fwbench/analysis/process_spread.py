@@ -72,15 +72,36 @@ def spread_ci(
     return median_s * math.exp(-half), median_s * math.exp(half)
 
 
+def _log_ratio_spread(spreads: Sequence[tuple[float, int, int]]) -> tuple[float, int]:
+    """The σ and dof of the log ratio of two cells' medians from each one's (σ, processes,
+    dof): the variances of the two log medians add, at the smaller dof; (NaN, 0) where a
+    cell has no spread."""
+    if not all(k > 0 and dof > 0 and math.isfinite(s) for s, k, dof in spreads):
+        return math.nan, 0
+    return math.sqrt(sum(s * s / k for s, k, _ in spreads)), min(dof for _, _, dof in spreads)
+
+
 def ratio_ci(
     ratio: float, spreads: Sequence[tuple[float, int, int]], confidence: float
 ) -> tuple[float, float]:
-    """CI of a ratio of two cells' medians from each one's (σ, processes, dof): the log
-    ratio's variance is the sum of theirs, at the smaller dof."""
-    if not all(k > 0 and dof > 0 and math.isfinite(s) for s, k, dof in spreads):
-        return math.nan, math.nan
-    sigma = math.sqrt(sum(s * s / k for s, k, _ in spreads))
-    return spread_ci(ratio, sigma, 1, min(dof for _, _, dof in spreads), confidence)
+    """CI of a ratio of two cells' medians from each one's (σ, processes, dof)."""
+    sigma, dof = _log_ratio_spread(spreads)
+    return spread_ci(ratio, sigma, 1, dof, confidence)
+
+
+def slower_p(
+    fast_median_s: float, slow_median_s: float, spreads: Sequence[tuple[float, int, int]]
+) -> float:
+    """One-sided p that the cell with the larger median is not really slower: Student's t on
+    the log ratio of the medians, its σ from both cells' (σ, processes, dof) as in ratio_ci.
+    NaN where a cell has no spread."""
+    sigma, dof = _log_ratio_spread(spreads)
+    if dof == 0 or not (fast_median_s > 0 and slow_median_s > 0):
+        return math.nan
+    log_ratio = math.log(slow_median_s / fast_median_s)
+    if sigma == 0:
+        return 0.0 if log_ratio > 0 else 1.0
+    return float(scipy_stats.t.sf(log_ratio / sigma, dof))
 
 
 def cell_spreads(by_process: np.ndarray, ok: np.ndarray) -> dict[str, np.ndarray]:
@@ -98,11 +119,20 @@ def cell_spreads(by_process: np.ndarray, ok: np.ndarray) -> dict[str, np.ndarray
     return out
 
 
+def spread_at(spreads: dict[str, np.ndarray], position: tuple) -> tuple[float, int, int]:
+    """One cell's (σ, processes, dof) out of cell_spreads' arrays."""
+    return (
+        float(spreads["sigma"][position]),
+        int(spreads["processes"][position]),
+        int(spreads["dof"][position]),
+    )
+
+
 def spread_cis(
     spreads: dict[str, np.ndarray], ok: np.ndarray, median_s: np.ndarray, confidence: float
 ) -> dict[str, np.ndarray]:
     """The medians' CIs from the spread between processes (fwbench.analysis.process_spread),
-    and each cell's σ of log process medians."""
+    each cell's σ of log process medians and its count of usable processes."""
     low, high = np.full(ok.shape, np.nan), np.full(ok.shape, np.nan)
     for position in zip(*np.nonzero(ok), strict=True):
         low[position], high[position] = spread_ci(
@@ -112,4 +142,9 @@ def spread_cis(
             int(spreads["dof"][position]),
             confidence,
         )
-    return {"median_ci_low_s": low, "median_ci_high_s": high, "process_sigma": spreads["sigma"]}
+    return {
+        "median_ci_low_s": low,
+        "median_ci_high_s": high,
+        "process_sigma": spreads["sigma"],
+        "process_count": np.where(ok, spreads["processes"], np.nan),
+    }

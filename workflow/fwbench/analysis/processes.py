@@ -3,7 +3,8 @@ read. The aggregate keeps every process apart (dimension `process`); `pool` stac
 timings into one sample per cell and reduces each per-process variable by what it means
 (a cell is contended if any process was, compiled only if every process was; its first call
 is process 0's, the cold one). The timings by
-process stay beside the pooled ones, as `latency_by_process_s`, for the hierarchical CIs.
+process stay beside the pooled ones, as `latency_by_process_s`, for the spread between
+processes (fwbench.analysis.process_spread).
 """
 
 from __future__ import annotations

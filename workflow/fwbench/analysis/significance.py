@@ -9,10 +9,12 @@ comparisons of the table form one family and are corrected together with Holm's 
 method (a comparison that two rows share, e.g. when the fastest of all variants is also the
 fastest compiled one, is counted once).
 
-When the cells were measured in several processes, a comparison instead resamples processes
-first: hierarchical bootstrap replicates of each variant's pooled median, and a one-sided z-test
-on the replicates' log-ratio (bootstrap standard error), doubled as above. Iterations of one
-process are not independent draws of the variant's speed; processes are.
+When the cells were measured in several processes, a comparison instead tests the log ratio
+of the two medians against the spread between processes (fwbench.analysis.process_spread: each
+cell's σ of log process medians, pooled over its variant, and its count of processes), with
+Student's t at the pooled degrees of freedom, doubled as above: the same model as the medians'
+CIs. Iterations of one process are not independent draws of the variant's speed; processes are,
+and two processes of one cell are too few to resample.
 
 A row declares a winner only when every other variant, the runner-up included, is both
 significantly slower (adjusted p < alpha) and slower by at least the minimum practical effect
@@ -29,8 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from fwbench.analysis.estimators import hierarchical_medians
-from fwbench.rng import seeded_rng
+from fwbench.analysis.process_spread import slower_p
 
 WINNER, TIE, ONLY, NONE = "winner", "tie", "only", "none"
 
@@ -67,8 +68,8 @@ class Contest:
     group: Hashable
     scope: str
     samples: Mapping[str, np.ndarray]
-    # the same variants' timings as process × iteration, where cells had several processes
-    by_process: Mapping[str, np.ndarray] | None = None
+    # each variant's (σ, processes, dof) between processes, where cells had several
+    spreads: Mapping[str, tuple[float, int, int]] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,39 +96,16 @@ def _by_median(samples: Mapping[str, np.ndarray]) -> list[tuple[str, np.ndarray,
     return sorted(ranked, key=lambda item: item[2])
 
 
-def hierarchical_p(
-    fast: np.ndarray, slow: np.ndarray, resamples: int, rng: np.random.Generator
-) -> float:
-    """One-sided p that `fast`'s pooled median is not below `slow`'s (both process ×
-    iteration): a z-test on hierarchical bootstrap replicates of log(median slow / median
-    fast). NaN with fewer than two usable processes on either side."""
-    fast_medians = hierarchical_medians(fast, resamples, rng)
-    slow_medians = hierarchical_medians(slow, resamples, rng)
-    if fast_medians is None or slow_medians is None:
-        return math.nan
-    log_ratio = np.log(slow_medians / fast_medians)
-    spread = float(np.std(log_ratio, ddof=1))
-    if spread == 0:
-        return 0.0 if log_ratio.mean() > 0 else 1.0
-    return float(stats.norm.sf(log_ratio.mean() / spread))
-
-
-def _one_sided_p(
-    contest: Contest, fastest: tuple, rival: tuple, resamples: int, seed: int
-) -> float:
-    (fast_label, fast_values, _), (label, values, _) = fastest, rival
-    by_process = contest.by_process or {}
-    if fast_label in by_process and label in by_process:
-        rng = seeded_rng(seed, f"winner/{contest.group}/{fast_label}/{label}")
-        return hierarchical_p(by_process[fast_label], by_process[label], resamples, rng)
+def _one_sided_p(contest: Contest, fastest: tuple, rival: tuple) -> float:
+    (fast_label, fast_values, fast_median), (label, values, median) = fastest, rival
+    spreads = contest.spreads or {}
+    if fast_label in spreads and label in spreads:
+        return slower_p(fast_median, median, (spreads[fast_label], spreads[label]))
     return mann_whitney_p(fast_values, values, alternative="less")
 
 
 def _family(
-    contests: Sequence[Contest],
-    ranked: Sequence[list[tuple[str, np.ndarray, float]]],
-    resamples: int,
-    seed: int,
+    contests: Sequence[Contest], ranked: Sequence[list[tuple[str, np.ndarray, float]]]
 ) -> dict[tuple[Hashable, str, str], float]:
     """{(group, fastest, rival): two-sided p} of every comparison the table makes: each
     contest's fastest against each of its rivals, one test for a comparison contests share."""
@@ -136,7 +114,7 @@ def _family(
         for rival in variants[1:]:
             key = (contest.group, variants[0][0], rival[0])
             if key not in family:
-                one_sided = _one_sided_p(contest, variants[0], rival, resamples, seed)
+                one_sided = _one_sided_p(contest, variants[0], rival)
                 family[key] = min(1.0, 2 * one_sided)
     return family
 
@@ -179,13 +157,7 @@ def _verdict(
     )
 
 
-def decide(
-    contests: Sequence[Contest],
-    alpha: float,
-    min_effect_pct: float = 0.0,
-    resamples: int = 2000,
-    seed: int = 0,
-) -> list[Verdict]:
+def decide(contests: Sequence[Contest], alpha: float, min_effect_pct: float = 0.0) -> list[Verdict]:
     """One verdict per contest, all comparisons corrected together (see the module text)."""
     if not 0 < alpha < 1:
         raise ValueError(f"alpha must lie in (0, 1), got {alpha!r}")
@@ -193,7 +165,7 @@ def decide(
         raise ValueError(f"min_effect_pct must be ≥ 0, got {min_effect_pct!r}")
     factor = 1 + min_effect_pct / 100
     ranked = [_by_median(contest.samples) for contest in contests]
-    family = _family(contests, ranked, resamples, seed)
+    family = _family(contests, ranked)
     adjusted = dict(zip(family, holm(list(family.values())), strict=True))
     return [
         _verdict(contest.group, variants, family, adjusted, alpha, factor)

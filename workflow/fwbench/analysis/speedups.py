@@ -13,11 +13,10 @@ import math
 import numpy as np
 
 from fwbench.analysis.estimators import break_even_iterations, ratio_of_medians_ci
-from fwbench.analysis.process_spread import ratio_ci
+from fwbench.analysis.process_spread import ratio_ci, spread_at
 from fwbench.io.dims import EAGER_MODE
 from fwbench.rng import seeded_rng
 
-SPREAD_KEYS = ("sigma", "processes", "dof")
 SPEEDUP_VARIABLES = (
     "speedup_vs_eager",
     "speedup_ci_low",
@@ -64,10 +63,7 @@ def compile_speedups(
                     seeded_rng(seed, name),
                 )
             else:
-                pair = [
-                    tuple(spreads[key][f, mode_index, a, b] for key in SPREAD_KEYS)
-                    for mode_index in (eager, m)
-                ]
+                pair = [spread_at(spreads, (f, mode_index, a, b)) for mode_index in (eager, m)]
                 low, high = ratio_ci(ratio, pair, confidence)
             out["speedup_ci_low"][f, m, a, b] = low
             out["speedup_ci_high"][f, m, a, b] = high

@@ -149,6 +149,7 @@ def _cell_statistics(
             settings.seed,
         )
         cells["process_sigma"] = np.full(ok.shape, np.nan)
+        cells["process_count"] = np.where(ok, 1.0, np.nan)
     else:
         cells |= spread_cis(spreads, ok, cells["median_s"], settings.confidence)
     for name in FROM_CELLS:
@@ -273,9 +274,7 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         coords,
         settings.alpha,
         settings.min_effect_pct,
-        by_process,
-        settings.bootstrap_resamples,
-        settings.seed,
+        spreads,
     )
     summary = xr.Dataset(data_vars, coords={d: bench[d].values for d in CELL_DIMS})
     summary = summary.assign_coords(scope=list(SCOPES))

@@ -43,6 +43,7 @@ CELL_UNITS = {
     "busy_cpu_other": "cores",
     "cpu_pressure": "1",
     "process_sigma": "1",
+    "process_count": "1",
     "slow_machine": "1",
     "canary_factor": "1",
     "canary_read_factor": "1",

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from fwbench.analysis.process_spread import spread_at
 from fwbench.analysis.significance import WINNER, Contest, Verdict, decide
 from fwbench.io.dims import EAGER_MODE
 
@@ -30,7 +31,7 @@ def _contests(
     ok: np.ndarray,
     flagged: np.ndarray,
     coords: tuple[list[str], list[str], list[str], list[int]],
-    by_process: np.ndarray | None,
+    spreads: dict[str, np.ndarray] | None,
 ) -> tuple[list[Contest], list[str]]:
     """One contest per (arch, batch, scope), in that order, among the variants whose cells
     are `ok` (eager ones only in scope "all"); a flagged variant does not compete and is
@@ -47,12 +48,13 @@ def _contests(
             ]
             trusted = [(f, m) for f, m in members if not flagged[f, m, a, b]]
             samples = {_variant(frameworks[f], modes[m]): latency[f, m, a, b] for f, m in trusted}
-            processes = None
-            if by_process is not None:
-                processes = {
-                    _variant(frameworks[f], modes[m]): by_process[f, m, a, b] for f, m in trusted
+            between = None
+            if spreads is not None:
+                between = {
+                    _variant(frameworks[f], modes[m]): spread_at(spreads, (f, m, a, b))
+                    for f, m in trusted
                 }
-            contests.append(Contest((a, b), scope, samples, processes))
+            contests.append(Contest((a, b), scope, samples, between))
             left_out = [
                 _variant(frameworks[f], modes[m]) for f, m in members if flagged[f, m, a, b]
             ]
@@ -75,7 +77,8 @@ def _verdict_description(alpha: float, min_effect_pct: float) -> str:
     return (
         f"'{WINNER}': fastest by median, and every other variant is significantly slower "
         "(one-sided in the medians' direction: Mann–Whitney U on the timings, or over "
-        "processes a hierarchical-bootstrap z-test; p doubled for that chosen "
+        "processes Student's t on the log ratio of the medians with the spread between "
+        "processes pooled over each variant's cells; p doubled for that chosen "
         f"direction, Holm-adjusted p < {alpha} across the table) by at least "
         f"{min_effect_pct}% in median; 'tie': winner_tied names the variants that are not; "
         "'only': a single unflagged variant; 'none': no unflagged variant measured"
@@ -89,15 +92,15 @@ def winner_variables(
     coords: tuple[list[str], list[str], list[str], list[int]],
     alpha: float,
     min_effect_pct: float,
-    by_process: np.ndarray | None = None,
-    resamples: int = 2000,
-    seed: int = 0,
+    spreads: dict[str, np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """The winner_* variables, dims (arch, batch, scope), from the warm iterations of the
     cells that are `ok` and not `flagged` (arrays in CELL_DIMS order, repeats last for
-    `latency`); the flagged variants of each row are listed in winner_excluded."""
-    contests, excluded = _contests(latency, ok, flagged, coords, by_process)
-    verdicts = decide(contests, alpha, min_effect_pct, resamples, seed)
+    `latency`), tested against the spread between processes where there is one (`spreads`:
+    process_spread.cell_spreads); the flagged variants of each row are listed in
+    winner_excluded."""
+    contests, excluded = _contests(latency, ok, flagged, coords, spreads)
+    verdicts = decide(contests, alpha, min_effect_pct)
     shape = (len(coords[2]), len(coords[3]), len(SCOPES))
     dims = ("arch", "batch", "scope")
     out: dict[str, Any] = {}

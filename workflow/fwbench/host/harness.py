@@ -114,6 +114,18 @@ def _samples(
     return latency_ns, canary, cpu_ns, canary_ns, time.perf_counter_ns() - loop_start
 
 
+def _warm_up(call: Callable[[], Any], sync: Callable[[Any], None], warmup: int):
+    """`warmup` synced calls: their total seconds and the mean of the later half's."""
+    later = warmup - warmup // 2
+    start = middle = time.perf_counter()
+    for index in range(warmup):
+        if index == warmup - later:
+            middle = time.perf_counter()
+        sync(call())
+    end = time.perf_counter()
+    return end - start, (end - middle) / later if later else math.nan
+
+
 def time_calls(
     call: Callable[[], Any],
     sync: Callable[[Any], None],
@@ -128,9 +140,12 @@ def time_calls(
     samples, each perf_counter_ns around k consecutive calls, each call synced; a sample's
     latency is its time ÷ k.
 
-    k (calls_per_sample) is the fewest calls that last `min_sample_s` at the warm-up calls'
-    mean (the first call's time without warm-up), as timeit and torch.utils.benchmark do: a
-    sample's spread is then the per-call time's, not the clock's and interrupts' around one.
+    k (calls_per_sample) is the fewest calls that last `min_sample_s` at the pace of the later
+    half of the warm-up calls (the first call's time without warm-up), as timeit and
+    torch.utils.benchmark do: a sample's spread is then the per-call time's, not the clock's
+    and interrupts' around one. The first warm-up calls still run slower than the rest (jax's
+    jit cells ran 2× slower in them), and a pace read off them left samples half as long as
+    asked, and the canary's probes between them up to 6% of the loop.
 
     `context` (the runner's framework context: inference mode, device scope) is entered once
     around all calls, so no timed call pays for entering it; the garbage collector is off
@@ -150,11 +165,8 @@ def time_calls(
         with OtherCpu() as probe:
             time.sleep(quiet_probe_s)
         with _no_gc(), OtherCpu() as during, CpuPressure() as pressure:
-            warmup_start = time.perf_counter()
-            for _ in range(warmup):
-                sync(call())
-            warmup_s = time.perf_counter() - warmup_start
-            calls = calls_per_sample(warmup_s / warmup if warmup else first_call_s, min_sample_s)
+            warmup_s, pace_s = _warm_up(call, sync, warmup)
+            calls = calls_per_sample(pace_s if warmup else first_call_s, min_sample_s)
             latency_ns, canary, cpu_ns, canary_ns, loop_ns = _samples(
                 call, sync, repeats, calls, between
             )

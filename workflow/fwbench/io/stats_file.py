@@ -28,7 +28,8 @@ from fwbench.io.atomic import write_netcdf, write_text
 from fwbench.io.common import read_versioned_netcdf, with_schema_version
 
 # 2 adds the speed canary's variables (slow_machine, canary_*, slow_samples*, noise) and
-# process_sigma; version 1 files read without them.
+# process_sigma (process_count came later, within version 2); version 1 files read without
+# them.
 SCHEMA_VERSION = 2
 READABLE = (1, 2)
 WHAT = "statistics file"

@@ -13,6 +13,7 @@ from fwbench import frameworks
 from fwbench.host.threads import resolve_threads
 from fwbench.plan.baselines import baselines
 from fwbench.plan.checks import check_config, compile_options_key
+from fwbench.plan.processes import cell_key, multi_process_cells
 from fwbench.plan.request import CellRequest
 from fwbench.plan.versions import VersionsOf, versions_source
 from fwbench.rng import seeded_shuffle
@@ -62,20 +63,36 @@ class Plan:
         ]
 
     @cached_property
+    def multi_process_cells(self) -> frozenset[tuple]:
+        """The cells measured in every process (fwbench.plan.processes)."""
+        bench = self.config["bench"]
+        return multi_process_cells(
+            self.cells, self.config["batch_sizes"], bench["multi_process_share"], self.seed
+        )
+
+    @property
+    def seed(self) -> int:
+        return self.config["seed"]
+
+    def cell_processes(self, cell: Mapping[str, Any]) -> range:
+        """The processes a cell is measured in: all of them, or process 0 alone."""
+        return range(self.processes if cell_key(cell) in self.multi_process_cells else 1)
+
+    @cached_property
     def cell_files(self) -> list[str]:
-        return [paths.cell_file(c, p) for c in self.cells for p in range(self.processes)]
+        return [paths.cell_file(c, p) for c in self.cells for p in self.cell_processes(c)]
 
     @cached_property
     def cell_systems(self) -> list[str]:
         """The system of each of cell_files, in the same order."""
-        return [c["system"] for c in self.cells for _ in range(self.processes)]
+        return [c["system"] for c in self.cells for _ in self.cell_processes(c)]
 
     @cached_property
     def bench_priorities(self) -> dict[str, int]:
         """Every cell's processes in one seeded shuffled order, as job priorities (the
         scheduler starts the ready timing job of highest priority), so drift over the sweep is
         not confounded with the framework or the mode."""
-        order = seeded_shuffle(self.cell_files, self.config["seed"], "bench order")
+        order = seeded_shuffle(self.cell_files, self.seed, "bench order")
         return {path: len(order) - place for place, path in enumerate(order)}
 
     @property
@@ -112,10 +129,18 @@ class Plan:
                 f"the {fw} of system {system!r} is {installed!r}"
             )
         process = _process(wildcards)
+        cell = f"{fw}/{mode}/{wildcards['arch']}/b{wildcards['batch']}"
         if process >= self.processes:
             raise ValueError(
-                f"process {process} of {fw}/{mode}/{wildcards['arch']}/b{wildcards['batch']}: "
-                f"bench.processes is {self.processes} (processes 0-{self.processes - 1})"
+                f"process {process} of {cell}: bench.processes is {self.processes} "
+                f"(processes 0-{self.processes - 1})"
+            )
+        if process not in self.cell_processes(wildcards):
+            raise ValueError(
+                f"process {process} of {cell} on {system}: this cell is measured in process 0 "
+                f"alone (bench.multi_process_share is "
+                f"{self.config['bench']['multi_process_share']}; 1 measures every cell in "
+                "every process)"
             )
 
     def cell_request(self, wildcards: Mapping[str, Any]) -> CellRequest:
@@ -202,7 +227,7 @@ class Plan:
             paths.cell_file(cell, p)
             for cell in self.cells
             if (cell["system"], cell["framework"]) == (system, framework)
-            for p in range(self.processes)
+            for p in self.cell_processes(cell)
         ]
 
     def wildcard_patterns(self) -> dict[str, str]:

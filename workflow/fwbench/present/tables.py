@@ -240,9 +240,9 @@ def winners_table(summary: xr.Dataset) -> str:
         "# Winners\n\n"
         "Fastest by median; a winner only when every other variant is slower both "
         "significantly (one-sided in the medians' direction: Mann–Whitney U, or over processes "
-        "a hierarchical-bootstrap z-test; p doubled as that direction was read off the data; "
-        f"Holm-adjusted p < {alpha}, the table's comparisons corrected together) and by at least "
-        f"{effect}% in median. Otherwise a tie among the variants that are not. Failed cells "
+        "Student's t on log median ratios, σ between processes; p doubled as that direction "
+        f"was read off the data; Holm-adjusted p < {alpha}, the table's comparisons corrected "
+        f"together) and by at least {effect}% in median. Otherwise a tie among the variants that are not. Failed cells "
         "do not compete (failed.md); flagged cells (noisy, contended, faster than the roofline)"
         " do not either and are listed in the last column (flagged.md).\n\n"
         + markdown_table(header, rows)

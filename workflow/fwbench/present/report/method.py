@@ -99,7 +99,8 @@ def _statistics_line(attrs: Mapping[str, Any]) -> str:
         f"CV above {attrs.get('stats_cv_threshold_pct', MISSING)}% is flagged "
         "noisy. A winner is declared only when every other variant is slower both "
         "significantly (one-sided, in the medians' direction: Mann–Whitney U on the timings, or "
-        "with several processes a z-test on hierarchical bootstrap replicates; p doubled, "
+        "with several processes Student's t on the log ratio of the medians, σ the spread "
+        "between processes pooled over the variant's cells; p doubled, "
         "Holm-corrected across the table, "
         f"p < {attrs.get('stats_alpha', MISSING)}) and by at least "
         f"{attrs.get('stats_min_effect_pct', MISSING)}% in median; otherwise the result is a "
@@ -151,7 +152,7 @@ def _samples_text(stats: xr.Dataset, settings: Mapping[str, Any]) -> str:
     minimum = f"{1e3 * minimum:g} ms" if isinstance(minimum, int | float) else minimum
     return (
         f"Each sample is the mean of as many consecutive calls as last {minimum} at the "
-        f"warm-up calls' pace ({span} calls per sample across the cells; one where a call "
+        f"later warm-up calls' pace ({span} calls per sample across the cells; one where a call "
         "lasts that long): σ, CV and the CIs are over these samples, so they are the "
         "spread of a mean over a sample's calls, not of single calls."
     )

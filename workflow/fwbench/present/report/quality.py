@@ -20,6 +20,7 @@ from fwbench.present.tables import markdown_table
 HEADER = [
     "variant",
     "cells",
+    "cells in several processes",
     "median CV %",
     "canary CV %",
     "canary factor (median, max)",
@@ -63,6 +64,7 @@ def _variant_row(stats: xr.Dataset, framework: str, mode: str) -> list[Any]:
     return [
         f"{framework}/{mode}",
         int(ok.sum()),
+        int(np.sum(values("process_count") >= 2)),
         fixed(_median(values("cv_pct"))),
         fixed(_median(values("canary_cv_pct"))),
         f"{fixed(_median(factor), digits=2)}, "
