@@ -1,8 +1,7 @@
 """The Markdown tables of results/summary/<system>/tables/, rendered from the stats Dataset.
 
 latency (median µs at the table batch, fastest per row in bold), compile_speedup, efficiency,
-winners, failed, flagged. Failed cells show "failed" where a number would be (failed.md: why).
-"""
+winners, failed, flagged. Failed cells show "failed" where a number would be (failed.md: why)."""
 
 from __future__ import annotations
 
@@ -242,10 +241,10 @@ def winners_table(summary: xr.Dataset) -> str:
         "significantly (one-sided in the medians' direction: Mann–Whitney U, or over processes "
         "Student's t on log median ratios, σ between processes; p doubled as that direction "
         f"was read off the data; Holm-adjusted p < {alpha}, the table's comparisons corrected "
-        f"together) and by at least {effect}% in median. Otherwise a tie among the variants that are not. Failed cells "
-        "do not compete (failed.md); flagged cells (noisy, contended, faster than the roofline)"
-        " do not either and are listed in the last column (flagged.md).\n\n"
-        + markdown_table(header, rows)
+        f"together) and by at least {effect}% in median. Otherwise a tie among the variants "
+        "that are not. Failed cells do not compete (failed.md); flagged cells (noisy, "
+        "contended, faster than the roofline) do not either and are listed in the last column "
+        "(flagged.md).\n\n" + markdown_table(header, rows)
     )
 
 
