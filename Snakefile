@@ -13,6 +13,7 @@ report: "workflow/report/workflow.rst"
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/hardware.smk"
+include: "workflow/rules/export.smk"
 include: "workflow/rules/checks.smk"
 include: "workflow/rules/bench.smk"
 include: "workflow/rules/train.smk"

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -57,7 +58,7 @@ def small_runner(
 ) -> tuple[Any, np.ndarray]:
     """A runner of `arch` on SMALL_DIMS on the CPU (not called yet) and an input for it."""
     spec = build_spec(arch, SMALL_DIMS[arch])
-    runner = adapter(framework).build(spec, weights or make_weights(spec), mode, "cpu")
+    runner = build_runner(framework, spec, weights or make_weights(spec), mode, "cpu")
     return runner, make_input(spec, batch)
 
 
@@ -71,12 +72,31 @@ class Run:
     compile_info: CompileInfo  # read right after the second call
 
 
+def exported(framework: str, spec: Any, weights: Weights, mode: str, device: str) -> str:
+    """The artifact of an export mode, exported into a directory of its own (kept for the
+    test session: the runner may map it)."""
+    stem = os.path.join(tempfile.mkdtemp(prefix=f"fwbench-test-{framework}-{mode}-"), spec.name)
+    return (
+        frameworks.load(framework, frameworks.EXPORT_PART)
+        .export(spec, weights, mode, device, stem)
+        .file
+    )
+
+
+def build_runner(framework: str, spec: Any, weights: Weights, mode: str, device: str) -> Any:
+    """The mode's runner; an export mode's from its artifact, exported first."""
+    if frameworks.is_export_mode(framework, mode):
+        artifact = exported(framework, spec, weights, mode, device)
+        return adapter(framework).build(spec, None, mode, device, artifact=artifact)
+    return adapter(framework).build(spec, weights, mode, device)
+
+
 def run(framework: str, arch: str, mode: str, dims: dict | None, device: str = "cpu") -> Run:
     """Build, call twice on batch 2 (the first call traces or compiles, the second is the
     steady state the benchmark times) and record what the runner says."""
     spec = build_spec(arch, dims)
     weights, x = make_weights(spec), make_input(spec, BATCH)
-    runner = adapter(framework).build(spec, weights, mode, device)
+    runner = build_runner(framework, spec, weights, mode, device)
     prepared = runner.prepare(x)
     runner.sync(runner(prepared))
     output = runner(prepared)

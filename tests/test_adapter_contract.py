@@ -22,6 +22,7 @@ from fwbench import frameworks
 from fwbench.frameworks.base import BaseRunner
 from fwbench.frameworks.protocols import (
     CompileInfo,
+    ExportAdapter,
     HardwareProbe,
     InferenceAdapter,
     Runner,
@@ -31,7 +32,7 @@ from fwbench.frameworks.protocols import (
 from fwbench.host.harness import time_calls
 from fwbench.model import reference
 from fwbench.model.specs import ARCHITECTURES, build_spec
-from fwbench.model.weights import make_weights
+from fwbench.model.weights import make_input, make_weights
 
 from adapter_cases import (
     BATCH,
@@ -40,6 +41,7 @@ from adapter_cases import (
     SMALL_DIMS,
     TOLERANCE,
     adapter,
+    build_runner,
     fresh_process,
     run,
     small_run,
@@ -100,6 +102,8 @@ def _assert_provides(implementation: Any, protocol: type) -> None:
 def test_every_framework_package_holds_the_same_modules(framework: str) -> None:
     names = {path.name for path in (PACKAGES / framework).glob("*.py")}
     expected = {"__init__.py"} | {f"{part}.py" for part in frameworks.PARTS}
+    if frameworks.FRAMEWORKS[framework].export_modes:
+        expected.add(f"{frameworks.EXPORT_PART}.py")
     assert names - EXTRA_MODULES.get(framework, set()) == expected
 
 
@@ -110,6 +114,22 @@ def test_each_module_of_a_framework_package_provides_its_interface(
 ) -> None:
     pytest.importorskip(framework)
     _assert_provides(frameworks.load(framework, part), INTERFACES[part])
+
+
+@pytest.mark.parametrize(
+    "framework", [fw for fw in FRAMEWORKS if frameworks.FRAMEWORKS[fw].export_modes]
+)
+def test_a_framework_with_export_modes_has_an_export_adapter(framework: str) -> None:
+    pytest.importorskip(framework)
+    _assert_provides(frameworks.load(framework, frameworks.EXPORT_PART), ExportAdapter)
+
+
+@pytest.mark.parametrize(
+    "framework", [fw for fw in FRAMEWORKS if not frameworks.FRAMEWORKS[fw].export_modes]
+)
+def test_a_framework_without_export_modes_has_no_export_part(framework: str) -> None:
+    with pytest.raises(ValueError, match=f"{framework} has no export modes"):
+        frameworks.load(framework, frameworks.EXPORT_PART)
 
 
 @pytest.mark.parametrize(
@@ -174,6 +194,38 @@ def test_outputs_keep_the_batch_order(framework: str, arch: str) -> None:
     together = runner.to_numpy(runner(runner.prepare(x)))
     alone = [runner.to_numpy(runner(runner.prepare(x[i : i + 1])))[0] for i in range(3)]
     np.testing.assert_allclose(together, np.stack(alone), rtol=1e-5, atol=1e-6)
+
+
+EXPORT_CASES = [(fw, m) for fw in FRAMEWORKS for m in frameworks.FRAMEWORKS[fw].export_modes]
+
+
+@pytest.mark.parametrize(("framework", "mode"), EXPORT_CASES)
+def test_an_artifact_takes_any_batch(framework: str, mode: str) -> None:
+    """An artifact is exported once per architecture (a dynamic batch dimension) and serves
+    every batch of the sweep: batches 1 and 5 compute the reference function."""
+    spec = build_spec("cnn", SMALL_DIMS["cnn"])
+    weights = make_weights(spec)
+    runner = build_runner(framework, spec, weights, mode, "cpu")
+    for batch in (1, 5):
+        x = make_input(spec, batch)
+        output = runner.to_numpy(runner(runner.prepare(x)))
+        _, relative = reference.max_errors(output, reference.forward(spec, weights, x))
+        assert output.shape == (batch, spec.classes) and relative <= TOLERANCE, relative
+
+
+@pytest.mark.parametrize(("framework", "mode"), EXPORT_CASES)
+def test_an_export_mode_needs_its_artifact_and_other_modes_refuse_one(
+    framework: str, mode: str, tmp_path: Path
+) -> None:
+    spec = build_spec("mlp", SMALL_DIMS["mlp"])
+    missing = str(tmp_path / "missing.bin")
+    with pytest.raises(FileNotFoundError, match=re.escape(f"{framework}/{mode} needs its")):
+        adapter(framework).build(spec, None, mode, "cpu", artifact=missing)
+    (tmp_path / "some.bin").write_bytes(b"0")
+    with pytest.raises(ValueError, match="is no export mode and takes no artifact"):
+        adapter(framework).build(
+            spec, make_weights(spec), "eager", "cpu", artifact=str(tmp_path / "some.bin")
+        )
 
 
 # ---- what the runner says about itself -------------------------------------------------------

@@ -29,8 +29,8 @@ def test_default_config_is_valid_and_is_the_documented_sweep():
     config = validated({})
     assert config["frameworks"] == ["torch", "jax", "tensorflow"]
     assert config["modes"] == {
-        "torch": ["eager", "compiled"],
-        "jax": ["eager", "jit"],
+        "torch": ["eager", "compiled", "aoti"],
+        "jax": ["eager", "jit", "export"],
         "tensorflow": ["eager", "function", "xla"],
     }
     assert config["architectures"] == ["mlp", "cnn", "rnn", "lstm", "transformer"]
@@ -45,7 +45,7 @@ def test_schema_fills_defaults_for_keys_left_out():
     validate(config, SCHEMA)
     assert config["bench"]["repeats"] == 20
     assert config["dims"]["transformer"]["heads"] == 4
-    assert config["modes"]["jax"] == ["eager", "jit"]
+    assert config["modes"]["jax"] == ["eager", "jit", "export"]
 
 
 @pytest.mark.parametrize(

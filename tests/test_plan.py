@@ -35,8 +35,10 @@ def test_the_smoke_sweep_is_every_framework_mode_architecture_and_batch():
     assert plan.cell_files[0].startswith("results/cells/local/")
 
 
-def test_the_default_sweep_has_140_cells():
-    assert len(plan_of(base=DEFAULT).cells) == 140
+def test_the_default_sweep_has_180_cells_and_10_artifacts():
+    plan = plan_of(base=DEFAULT)
+    assert len(plan.cells) == 180  # 9 variants × 5 architectures × 4 batches
+    assert len(plan.exports) == 10  # 2 export modes × 5 architectures, for every batch
 
 
 def _multi(plan) -> dict[tuple, list[int]]:
@@ -160,11 +162,14 @@ def test_a_request_outside_the_config_is_refused_naming_it(changes, named):
 def test_a_request_round_trips_through_json_in_field_order_without_its_lock_and_hardware():
     request = plan_of(base=SMOKE).cell_request(cell())
     text = request.to_json()
-    local = ("lock", "hardware")  # where the job finds things, not what the cell is
+    local = ("lock", "hardware", "artifact")  # where the job finds things, not what the cell is
     assert list(json.loads(text)) == [f.name for f in fields(CellRequest) if f.name not in local]
-    again = CellRequest.from_json(text, lock="/tmp/other.lock", hardware="results/hw.json")
+    again = CellRequest.from_json(
+        text, lock="/tmp/other.lock", hardware="results/hw.json", artifact="a.json"
+    )
     assert again.lock == "/tmp/other.lock" and again.to_json() == text
-    assert again.hardware == "results/hw.json"
+    assert again.hardware == "results/hw.json" and again.artifact == "a.json"
+    assert CellRequest.from_json(text, artifact="").artifact is None  # the rule's empty input
     assert again.settings_hash() == request.settings_hash()
     with pytest.raises(ValueError, match="unknown field.*colour"):
         CellRequest.from_json(json.dumps(json.loads(text) | {"colour": 1}))

@@ -34,7 +34,7 @@ def cells(workdir: Path) -> list[Path]:
 
 def test_every_configured_cell_is_its_own_output(smoke_run):
     config = yaml.safe_load(Path(SMOKE).read_text())
-    modes = {"torch": 2, "jax": 2, "tensorflow": 3}
+    modes = {"torch": 3, "jax": 3, "tensorflow": 3}  # the schema's defaults, export modes too
     expected = sum(modes[fw] for fw in config["frameworks"])
     expected *= len(config["architectures"]) * len(config["batch_sizes"])
     assert len(cells(smoke_run)) == expected
@@ -42,6 +42,23 @@ def test_every_configured_cell_is_its_own_output(smoke_run):
     ds = read_cell(torch_cell)
     assert ds.attrs["status"] == "ok" and ds.attrs["batch"] == 8
     assert float(ds["compiled"]) == 1.0
+
+
+def test_each_export_mode_wrote_one_artifact_per_architecture_that_its_cells_ran(smoke_run):
+    from fwbench.io.artifact_file import artifact_of
+
+    config = yaml.safe_load(Path(SMOKE).read_text())
+    for framework, mode in (("torch", "aoti"), ("jax", "export")):
+        for arch in config["architectures"]:
+            base = f"results/artifacts/local/{framework}/{version(framework)}/{mode}/{arch}"
+            manifest = smoke_run / f"{base}.json"
+            cell = smoke_run / base.replace("artifacts", "cells") / "b8.nc"
+            ds = read_cell(cell)
+            if json.loads(manifest.read_text())["status"] == "ok":
+                assert ds.attrs["status"] == "ok", ds.attrs.get("error_message")
+                assert ds.attrs["artifact"] == artifact_of(manifest).replace(f"{smoke_run}/", "")
+            else:  # a path that cannot export the model: its cells say why
+                assert "the export failed" in ds.attrs["error_message"]
 
 
 def test_no_two_timing_jobs_overlapped(smoke_run):

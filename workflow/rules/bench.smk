@@ -2,12 +2,14 @@
 # measured in bench.processes fresh processes (timing jobs, run in one seeded shuffled order).
 # A shell job (workarounds.smk says why): bench.py reads the plan's request from --cell.
 # The hardware file holds the speed canary's baseline; ancient: a new characterization
-# reruns no cell (each cell records the baseline it was read against).
+# reruns no cell (each cell records the baseline it was read against). An export mode's cells
+# take its artifact's manifest (export.smk): a new export reruns them.
 
 
 rule bench:
     input:
         hardware=ancient(paths.HARDWARE),
+        artifact=artifact_input,
     output:
         f"{paths.CELL}.nc",
     log:
@@ -30,6 +32,7 @@ rule bench:
 use rule bench as bench_process with:
     input:
         hardware=ancient(paths.HARDWARE),
+        artifact=artifact_input,
         first=ancient(f"{paths.CELL}.nc"),
     output:
         f"{paths.CELL}-p{{process}}.nc",

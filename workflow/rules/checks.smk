@@ -1,7 +1,15 @@
-# Equivalence with the float64 reference, and analytic FLOPs vs framework counters, per system.
+# Equivalence with the float64 reference (every mode, export modes through their artifacts),
+# and analytic FLOPs vs framework counters, per system.
 
 
 rule checks:
+    input:
+        # every export mode's artifacts, each run against the reference
+        artifacts=per_job(
+            lambda wildcards: PLAN.artifact_manifests(
+                wildcards.system, wildcards.framework
+            )
+        ),
     output:
         equivalence=paths.checks_file(
             "{system}", "{framework}", "{version}", "equivalence"

@@ -59,6 +59,8 @@ SYSTEM_RESOURCES = {
 }
 bench_priority = per_job(lambda wildcards: PLAN.bench_priority(wildcards))
 cell_request = per_job(lambda wildcards: PLAN.cell_request(wildcards).to_json())
+artifact_input = per_job(lambda wildcards: PLAN.artifact_input(wildcards))
+export_request = per_job(lambda wildcards: PLAN.export_request(wildcards).to_json())
 system_params = per_job(lambda wildcards: PLAN.systems[wildcards.system].placement())
 train_params = per_job(lambda wildcards: dict(versions=PLAN.train_versions(wildcards)))
 

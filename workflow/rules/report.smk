@@ -23,6 +23,7 @@ rule report:
         systems_figures=[rules.figures_systems.output[name] for name in SYSTEMS_FIGURES],
         train_stats=rules.aggregate_train.output.nc,
         compare=COMPARE_TABLES,
+        artifacts=PLAN.all_artifact_manifests(),
     output:
         "results/report.md",
     log:

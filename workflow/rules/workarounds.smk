@@ -45,6 +45,12 @@ os.environ.update(
 BENCH_COMMAND = (
     'PYTHONPATH="$FWBENCH_LIBRARY${{PYTHONPATH:+:$PYTHONPATH}}" "$FWBENCH_PYTHON" '
     '"$FWBENCH_LIBRARY/scripts/bench.py" --cell {params.cell:q} --hardware {input.hardware:q} '
+    '--artifact={input.artifact:q} --lock "$FWBENCH_TIMING_LOCK" --log {log:q} {output:q}'
+)
+# The export job, a shell job for the same reason.
+EXPORT_COMMAND = (
+    'PYTHONPATH="$FWBENCH_LIBRARY${{PYTHONPATH:+:$PYTHONPATH}}" "$FWBENCH_PYTHON" '
+    '"$FWBENCH_LIBRARY/scripts/export.py" --request {params.request:q} '
     '--lock "$FWBENCH_TIMING_LOCK" --log {log:q} {output:q}'
 )
 

@@ -26,7 +26,10 @@ with job_log(sm.log[0]):
         batch=sm.params.batch,
         modes=list(sm.params.modes),
     )
-    equivalence = checks.equivalence_rows(**common, tolerance=sm.params.tolerance)
+    artifacts = checks.artifacts_by_cell(sm.input.artifacts)
+    equivalence = checks.equivalence_rows(
+        **common, tolerance=sm.params.tolerance, artifacts=artifacts
+    )
     checks.write_csv(equivalence, sm.output.equivalence, checks.EQUIVALENCE_COLUMNS)
     flops = checks.flops_rows(**common)
     checks.write_csv(flops, sm.output.flops, checks.FLOPS_COLUMNS)

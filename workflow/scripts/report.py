@@ -37,6 +37,7 @@ with job_log(sm.log[0]):
             settings=dict(sm.params.get("settings", {})),
             systems_figures=listed("systems_figures"),
             systems=dict(sm.params.get("systems", {})),
+            artifacts=listed("artifacts"),
         ),
         sm.output[0],
     )

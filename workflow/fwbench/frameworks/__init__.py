@@ -24,8 +24,10 @@ FRAMEWORKS: dict[str, FrameworkInfo] = {info.name: info for info in (TORCH, JAX,
 
 MODES: dict[str, tuple[str, ...]] = {name: info.modes for name, info in FRAMEWORKS.items()}
 
-# The modules every framework package has (frameworks.protocols says what each provides).
+# The modules every framework package has (frameworks.protocols says what each provides),
+# and `export` in the packages that have export modes.
 PARTS = ("infer", "models", "train", "hardware")
+EXPORT_PART = "export"
 
 # Per framework: (the distributions whose first installed one's version names its results,
 # the others whose versions are recorded with them).
@@ -52,6 +54,11 @@ def check_framework_mode(framework: str, mode: str) -> None:
     if mode not in framework_info(framework).modes and not is_compiled_variant(framework, mode):
         known = ", ".join(MODES[framework])
         raise ValueError(f"mode {mode!r} does not exist for {framework}; its modes: {known}")
+
+
+def is_export_mode(framework: str, mode: str) -> bool:
+    """Whether `mode`'s cells run an artifact the framework's export job wrote."""
+    return framework in FRAMEWORKS and mode in FRAMEWORKS[framework].export_modes
 
 
 def takes_compile_options(framework: str) -> bool:
@@ -115,8 +122,10 @@ def stream_probe(frameworks: Iterable[str]) -> str | None:
 
 def load(framework: str, part: str = "infer") -> ModuleType:
     """Import `fwbench.frameworks.<framework>.<part>` (this imports the framework itself)."""
-    framework_info(framework)
-    if part not in PARTS:
+    record = framework_info(framework)
+    if part == EXPORT_PART and not record.export_modes:
+        raise ValueError(f"{framework} has no export modes, so no {EXPORT_PART} part")
+    if part not in (*PARTS, EXPORT_PART):
         raise ValueError(f"unknown part {part!r} of a framework package; known: {', '.join(PARTS)}")
     return importlib.import_module(f"fwbench.frameworks.{framework}.{part}")
 

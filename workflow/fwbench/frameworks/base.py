@@ -12,11 +12,12 @@ import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 
-from fwbench.frameworks import check_compile_options, check_framework_mode
+from fwbench.frameworks import check_compile_options, check_framework_mode, is_export_mode
 from fwbench.frameworks.protocols import CompileInfo
 from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
@@ -33,6 +34,24 @@ def check_device(framework: str, version: str, device: str, cuda_available: Call
         raise RuntimeError(f"device 'cuda' requested but {framework} {version} sees no CUDA device")
 
 
+# What an export mode's runner says of the framework's FLOP counter.
+EXPORTED_COUNTER_NOTE = (
+    "an exported artifact has no counter of its own: the framework's other modes count the "
+    "same function"
+)
+
+
+def check_artifact(framework: str, mode: str, artifact: str | None) -> str | None:
+    """An export mode runs an existing artifact file; every other mode refuses one."""
+    if not is_export_mode(framework, mode):
+        if artifact:
+            raise ValueError(f"{framework}/{mode} is no export mode and takes no artifact")
+        return None
+    if not artifact or not Path(artifact).is_file():
+        raise FileNotFoundError(f"{framework}/{mode} needs its exported artifact, got {artifact!r}")
+    return str(artifact)
+
+
 class BaseRunner(ABC):
     """One model in one mode on one device. `build` checks the mode, its compile options and
     the device before the subclass builds anything; `prepare` checks the input."""
@@ -42,14 +61,18 @@ class BaseRunner(ABC):
     def __init__(
         self,
         spec: ArchSpec,
-        weights: Weights,
+        weights: Weights | None,
         mode: str,
         device: str,
         options: dict[str, Any] | None = None,
+        artifact: str | None = None,
     ) -> None:
         check_framework_mode(self.FRAMEWORK, mode)
         self.options = check_compile_options(self.FRAMEWORK, mode, options)
         check_device(self.FRAMEWORK, self.version(), device, self.cuda_available)
+        self.artifact = check_artifact(self.FRAMEWORK, mode, artifact)
+        if weights is None and not self.artifact:
+            raise ValueError(f"{self.FRAMEWORK}/{mode} builds its model from weights: none given")
         self.spec, self.mode, self.device = spec, mode, device
         self._setup(weights)
 
@@ -57,21 +80,23 @@ class BaseRunner(ABC):
     def build(
         cls,
         spec: ArchSpec,
-        weights: Weights,
+        weights: Weights | None,
         mode: str,
         device: str,
         options: dict[str, Any] | None = None,
+        artifact: str | None = None,
     ) -> BaseRunner:
         """A Runner for `spec` holding `weights` in `mode` on `device`; `options`: the compile
-        options of a compiled mode (frameworks.compile_option_names), refused elsewhere."""
-        return cls(spec, weights, mode, device, options)
+        options of a compiled mode (frameworks.compile_option_names), refused elsewhere;
+        `artifact`: the exported file an export mode runs (its weights are the artifact's)."""
+        return cls(spec, weights, mode, device, options, artifact)
 
     # ---- what every adapter supplies ---------------------------------------------------------
 
     @abstractmethod
-    def _setup(self, weights: Weights) -> None:
+    def _setup(self, weights: Weights | None) -> None:
         """Build the model from `weights` for self.spec, self.mode and self.device, after the
-        checks passed."""
+        checks passed; an export mode loads self.artifact instead (its weights: None)."""
 
     @staticmethod
     @abstractmethod

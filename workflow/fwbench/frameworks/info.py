@@ -32,6 +32,9 @@ class FrameworkInfo:
     # Environment variables naming the framework's on-disk compile caches (a cell sets each to
     # a directory of its own); empty: it keeps none.
     compile_cache_env: tuple[str, ...] = ()
+    # The modes whose cells run an exported artifact (the framework's `export` part writes it
+    # in an export job; the cell loads and times it): the deployment paths.
+    export_modes: tuple[str, ...] = ()
     # Its hardware probe is a frameworks.protocols.StreamProbe: it runs STREAM and the
     # working-set sweep on CUDA, and names the GPU.
     stream_probe: bool = False

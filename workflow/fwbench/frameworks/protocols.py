@@ -2,7 +2,8 @@
 
 Every framework package has the same modules: `infer.py` (an InferenceAdapter building
 Runners), `train.py` (a TrainingAdapter building Trainers), `hardware.py` (a HardwareProbe)
-and `models.py` (the networks the other two build). Only those modules import the framework;
+and `models.py` (the networks the other two build), and `export.py` (an ExportAdapter) where the
+framework has export modes. Only those modules import the framework;
 the rest of fwbench reaches them through `frameworks.load` and uses nothing but these
 interfaces (and each package's FrameworkInfo), so it never branches on the framework's name.
 The inference Runners share `frameworks.base.BaseRunner`.
@@ -98,17 +99,45 @@ class InferenceAdapter(Protocol):
     def build(
         self,
         spec: ArchSpec,
-        weights: Weights,
+        weights: Weights | None,
         mode: str,
         device: str,
         options: dict[str, Any] | None = None,
+        artifact: str | None = None,
     ) -> Runner:
         """`options`: the compiler's options for a compiled mode (torch.compile's); an
-        adapter whose modes take none raises on any."""
+        adapter whose modes take none raises on any. `artifact`: the file an export mode's
+        runner loads (required there, refused elsewhere)."""
 
     def null_call(self, device: str) -> NullCall:
         """The framework's dispatch floor on `device`, timed beside every cell as its null-call
         baseline."""
+
+
+# ---- export -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Exported:
+    """What an export wrote: the artifact file, and how it was made (exporter, its settings,
+    what is dynamic), for the artifact's manifest."""
+
+    file: str
+    how: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class ExportAdapter(Protocol):
+    """The module `frameworks/<framework>/export.py`, in the packages with export modes. The
+    artifact holds the weights and takes any batch size (a dynamic batch dimension, as models
+    are shipped); the cell of an export mode loads it through the framework's `build(...,
+    artifact=)`."""
+
+    def export(
+        self, spec: ArchSpec, weights: Weights, mode: str, device: str, stem: str
+    ) -> Exported:
+        """Export the model for `mode` on `device` to `stem` + the format's suffix."""
 
 
 # ---- training ------------------------------------------------------------------------------

@@ -46,6 +46,22 @@ def check_schema_version(
         )
 
 
+def read_json_document(
+    path: str | os.PathLike, readable: int | Collection[int], what: str
+) -> dict[str, Any]:
+    """A JSON object fwbench wrote; raises naming the file when it is not JSON, not an
+    object, or of a version this code does not read."""
+    try:
+        with open(path) as handle:
+            document = json.load(handle)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{path} is not valid JSON: {error}") from None
+    if not isinstance(document, dict):
+        raise ValueError(f"{path} must hold a JSON object, got {type(document).__name__}")
+    check_schema_version(schema_version(document), readable, path, what)
+    return document
+
+
 def read_netcdf(path: str | os.PathLike) -> xr.Dataset:
     """A netCDF file fwbench wrote, read into memory and closed, its version unchecked: for
     files without a reader of their own (the training aggregate; bench.nc and stats.nc are

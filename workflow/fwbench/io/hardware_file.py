@@ -6,13 +6,11 @@ figures and report (`fwbench.present.figure_data`) read it, all through `read_ha
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
 from typing import Any
 
 from fwbench.io.atomic import write_json
-from fwbench.io.common import SCHEMA_KEY, check_schema_version, schema_version
+from fwbench.io.common import SCHEMA_KEY, read_json_document
 
 # 2 adds `memory` (the working-set bandwidth sweep and its per-level plateaus), the measured
 # clock, and per-size GEMM sweeps; version 1 files read, with DRAM as their only memory level.
@@ -31,15 +29,7 @@ def write_hardware(document: dict[str, Any], path: str | os.PathLike) -> None:
 def read_hardware(path: str | os.PathLike) -> dict[str, Any]:
     """The parsed document; raises naming the file when it is not JSON, not an object, or of
     another schema version."""
-    path = Path(path)
-    try:
-        document = json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise ValueError(f"{path} is not valid JSON: {error}") from None
-    if not isinstance(document, dict):
-        raise ValueError(f"{path} must hold a JSON object, got {type(document).__name__}")
-    check_schema_version(schema_version(document), READABLE, path, WHAT)
-    return document
+    return read_json_document(path, READABLE, WHAT)
 
 
 def lookup(document: Any, *keys: str) -> Any:

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
-import sys
-import threading
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +20,11 @@ from fwbench import frameworks, provenance
 from fwbench.host.contention import Thresholds
 from fwbench.host.harness import Timing, peak_rss_bytes, time_calls, timing_lock
 from fwbench.host.threads import setup_threads
+from fwbench.io.artifact_file import artifact_of
 from fwbench.io.cell_file import Cell, write_cell
-from fwbench.io.dims import STATUS_FAILED, STATUS_OK
-from fwbench.io.joblog import flush_all
+from fwbench.io.dims import STATUS_OK
 from fwbench.measure import compile_cache
+from fwbench.measure.job import Watchdog, failure_attrs
 from fwbench.measure.speed import (
     CellCanary,
     SpeedReading,
@@ -36,7 +35,6 @@ from fwbench.measure.speed import (
 )
 from fwbench.plan.request import CellRequest
 
-TRACEBACK_TAIL_LINES = 15
 # The null-call baseline: enough calls for a stable median of a few-µs call, in a few ms.
 NULL_WARMUP, NULL_REPEATS = 20, 200
 
@@ -60,13 +58,16 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         raise InjectedFailure(
             f"bench.inject_failure names {request.framework}/{request.mode}/{request.arch}"
         )
-    start = time.perf_counter()
+    artifact = _artifact(request)
+    cell.attrs["artifact"] = artifact or ""
+    start = time.perf_counter()  # an export mode's build: loading its artifact
     runner = adapter.build(
         spec,
-        weights.make_weights(spec, request.seed),
+        None if artifact else weights.make_weights(spec, request.seed),
         request.mode,
         request.device,
         request.compile_options or None,
+        artifact,
     )
     prepared = runner.prepare(weights.make_input(spec, request.batch, request.seed))
     cell.attrs["build_s"] = time.perf_counter() - start
@@ -83,6 +84,16 @@ def _measure(request: CellRequest, cell: Cell) -> None:
     record_speed(cell, timing, speed)
     canary_bytes = canary.buffer_bytes if canary else 0
     _describe_runner(runner, prepared, cell, request.process, rss_before_canary, canary_bytes)
+
+
+def _artifact(request: CellRequest) -> str | None:
+    """The artifact an export mode's cell runs (raising with the export's own error where the
+    export failed); None for every other mode."""
+    if not frameworks.is_export_mode(request.framework, request.mode):
+        return None
+    if not request.artifact:
+        raise ValueError(f"{request.framework}/{request.mode} is an export mode: no manifest given")
+    return artifact_of(request.artifact)
 
 
 def _analytic_cost(spec: Any, batch: int) -> dict[str, float]:
@@ -199,56 +210,6 @@ def _describe_runner(
     }
 
 
-def _failure_attrs(error: BaseException) -> dict[str, str]:
-    lines = traceback.format_exception(error)
-    tail = "".join(lines).splitlines()[-TRACEBACK_TAIL_LINES:]
-    return {
-        "status": STATUS_FAILED,
-        "error_type": type(error).__name__,
-        "error_message": str(error) or type(error).__name__,
-        "traceback_tail": "\n".join(tail),
-    }
-
-
-class _Watchdog:
-    """Writes a `failed` cell and ends the process when a cell outlives its timeout, even
-    when the main thread is stuck inside a framework's C code."""
-
-    def __init__(self, cell: Cell, output: Path, timeout_s: float, scratch: str) -> None:
-        self._cell, self._output, self._timeout_s = cell, output, timeout_s
-        self._scratch = scratch
-        self._lock = threading.Lock()
-        self._done = False
-        self._timer = threading.Timer(timeout_s, self._fire)
-        self._timer.daemon = True
-
-    def __enter__(self) -> _Watchdog:
-        self._timer.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._timer.cancel()
-
-    def claim(self) -> bool:
-        """True for the one writer (main path or watchdog) that may write the output."""
-        with self._lock:
-            if self._done:
-                return False
-            self._done = True
-            return True
-
-    def _fire(self) -> None:
-        if not self.claim():
-            return
-        error = TimeoutError(f"cell still running after bench.timeout_s={self._timeout_s} s")
-        self._cell.attrs |= _failure_attrs(error) | {"end_ns": time.time_ns()}
-        write_cell(self._cell, self._output)
-        print(f"fwbench: {error}", file=sys.stderr, flush=True)
-        flush_all()  # os._exit skips every buffer's flush
-        shutil.rmtree(self._scratch, ignore_errors=True)
-        os._exit(0)
-
-
 def _new_cell(request: CellRequest, threads_info: dict[str, Any], cache_note: str) -> Cell:
     cell = Cell(request.framework, request.mode, request.arch, request.batch, request.repeats)
     cell.attrs |= {
@@ -267,6 +228,16 @@ def _new_cell(request: CellRequest, threads_info: dict[str, Any], cache_note: st
     return cell
 
 
+def _timeout_writer(cell: Cell, output: Path) -> Callable[[BaseException], None]:
+    """What the watchdog writes of a cell that outlived its timeout: a failed cell."""
+
+    def record(error: BaseException) -> None:
+        cell.attrs |= failure_attrs(error) | {"end_ns": time.time_ns()}
+        write_cell(cell, output)
+
+    return record
+
+
 def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
     """Measure one cell and write it to `output`; a failure is written as a `failed` cell."""
     frameworks.check_framework_mode(request.framework, request.mode)
@@ -278,11 +249,11 @@ def run_cell(request: CellRequest, output: str | os.PathLike) -> Cell:
         with timing_lock(request.lock) as waited_s:
             cell.attrs["lock_wait_s"] = waited_s
             cell.attrs["start_ns"] = time.time_ns()
-            with _Watchdog(cell, output, request.timeout_s, scratch) as watchdog:
+            with Watchdog(_timeout_writer(cell, output), request.timeout_s, scratch) as watchdog:
                 try:
                     _measure(request, cell)
                 except Exception as error:  # a failed cell is data, not a crashed sweep
-                    cell.attrs |= _failure_attrs(error)
+                    cell.attrs |= failure_attrs(error)
                     traceback.print_exc()
                 cell.attrs["end_ns"] = time.time_ns()
                 if watchdog.claim():

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from fwbench import frameworks
+from fwbench.io.artifact_file import artifact_of, read_manifest
 from fwbench.io.atomic import atomic_open
 from fwbench.model import reference
 from fwbench.model.cost import cost
@@ -74,6 +75,34 @@ def _run_once(runner: Any, x: np.ndarray) -> np.ndarray:
     return runner.to_numpy(output)
 
 
+def _runner(
+    framework: str,
+    adapter: Any,
+    spec: Any,
+    weights: Any,
+    mode: str,
+    artifacts: Mapping[tuple[str, str], str] | None,
+    arch: str,
+) -> Any:
+    """The mode's runner: built from the weights, or an export mode's artifact loaded."""
+    if not frameworks.is_export_mode(framework, mode):
+        return adapter.build(spec, weights, mode, CHECK_DEVICE)
+    manifest = (artifacts or {}).get((arch, mode))
+    if manifest is None:
+        raise ValueError(f"{framework}/{mode} on {arch}: no artifact manifest given")
+    device = read_manifest(manifest)["device"]
+    return adapter.build(spec, None, mode, device, artifact=artifact_of(manifest))
+
+
+def artifacts_by_cell(manifests: Iterable[str]) -> dict[tuple[str, str], str]:
+    """(arch, mode) → the artifact manifest's path, from the manifests themselves."""
+    found = {}
+    for path in manifests:
+        manifest = read_manifest(path)
+        found[(manifest["arch"], manifest["mode"])] = str(path)
+    return found
+
+
 def equivalence_rows(
     framework: str,
     archs: Sequence[str],
@@ -82,9 +111,12 @@ def equivalence_rows(
     batch: int,
     tolerance: float,
     modes: Sequence[str],
+    artifacts: Mapping[tuple[str, str], str] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per (arch, mode): the framework's output vs the reference.
 
+    An export mode runs its artifact, `artifacts[(arch, mode)]` (the manifest's path), on the
+    device it was exported for; a failed export is a failed row with the export's error.
     `pass` is True when the normwise relative error (reference.max_errors) is at most
     `tolerance`; a NaN/inf output or a failure to build or run never passes.
     """
@@ -106,7 +138,9 @@ def equivalence_rows(
             try:
                 if adapter is None:
                     raise RuntimeError(f"loading the {framework} adapter failed: {load_error}")
-                output = _run_once(adapter.build(spec, weights, mode, CHECK_DEVICE), x)
+                output = _run_once(
+                    _runner(framework, adapter, spec, weights, mode, artifacts, arch), x
+                )
                 abs_err, rel_err = reference.max_errors(output, expected)
                 row |= {"max_abs_err": abs_err, "max_rel_err": rel_err, "error": ""}
                 row["pass"] = bool(math.isfinite(rel_err) and rel_err <= tolerance)
@@ -156,7 +190,8 @@ def flops_rows(
     `ratio` compares the counter with the analytic matmul FLOPs, `ratio_total` with all
     analytic FLOPs; `within_5pct` uses the one the adapter's COUNTER_SCOPE says its counter
     counts (`compared_with`). Where there is no comparable count,
-    those columns are None (empty in the CSV) and `note` says why.
+    those columns are None (empty in the CSV) and `note` says why. Export modes have no row:
+    an artifact has no counter of its own, and computes the function the other modes count.
     """
     _check_request(framework, modes, batch)
     try:
@@ -169,7 +204,7 @@ def flops_rows(
         analytic = cost(spec, batch)
         weights = make_weights(spec, seed)
         x = make_input(spec, batch, seed)
-        for mode in modes:
+        for mode in (m for m in modes if not frameworks.is_export_mode(framework, m)):
             row: dict[str, Any] = dict.fromkeys(FLOPS_COLUMNS)
             row |= {"arch": arch, "framework": framework, "mode": mode, "batch": batch}
             row |= {"analytic_flops": analytic.matmul_flops}

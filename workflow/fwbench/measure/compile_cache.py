@@ -11,7 +11,7 @@ import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fwbench import frameworks
@@ -35,15 +35,23 @@ def shared_dir(request: CellRequest) -> Path:
     )
 
 
-def prepare(request: CellRequest, scratch: str) -> tuple[dict[str, str], str]:
-    """The cache variables for the cell's process (directories under `scratch`), filled from
-    process 0's cache for later processes; and what the cell records of them."""
-    names = frameworks.compile_cache_env(request.framework)
+def _cold(framework: str, scratch: str) -> tuple[dict[str, str], str]:
+    """Empty cache directories under `scratch` for the framework's cache variables."""
+    names = frameworks.compile_cache_env(framework)
     if not names:
         return {}, NONE
     local = {name: os.path.join(scratch, "compile-cache", name.lower()) for name in names}
+    return local, "cold: an empty cache directory"
+
+
+def prepare(request: CellRequest, scratch: str) -> tuple[dict[str, str], str]:
+    """The cache variables for the cell's process (directories under `scratch`), filled from
+    process 0's cache for later processes; and what the cell records of them."""
+    local, note = _cold(request.framework, scratch)
+    if not local:
+        return local, note
     if request.process == 0:
-        return local, "cold: an empty cache directory (left for the cell's later processes)"
+        return local, f"{note} (left for the cell's later processes)"
     shared = shared_dir(request)
     if not shared.is_dir():
         return local, "cold: process 0 left no cache (it had not run, or failed)"
@@ -67,13 +75,25 @@ def keep(request: CellRequest, scratch: str) -> None:
     os.replace(partial, shared)
 
 
-@contextlib.contextmanager
-def private_dirs(request: CellRequest) -> Iterator[tuple[str, str]]:
+def private_dirs(request: CellRequest) -> contextlib.AbstractContextManager[tuple[str, str]]:
     """A private temp dir for the cell (torch inductor writes to the system temp dir) and its
     compile caches (fwbench.measure.compile_cache); yields the dir and what the cell records
     of its caches; everything restored and removed after."""
-    scratch = tempfile.mkdtemp(prefix="fwbench-cell-")
-    cache_env, cache_note = prepare(request, scratch)
+    return _scratch("fwbench-cell-", lambda scratch: prepare(request, scratch))
+
+
+def cold_dirs(framework: str) -> contextlib.AbstractContextManager[tuple[str, str]]:
+    """As private_dirs, for an export job: its compile caches always start empty and are
+    dropped after, so its export time is a first export's."""
+    return _scratch("fwbench-export-", lambda scratch: _cold(framework, scratch))
+
+
+@contextlib.contextmanager
+def _scratch(
+    prefix: str, caches: Callable[[str], tuple[dict[str, str], str]]
+) -> Iterator[tuple[str, str]]:
+    scratch = tempfile.mkdtemp(prefix=prefix)
+    cache_env, cache_note = caches(scratch)
     env = {"TMPDIR": scratch} | cache_env
     saved_env = {name: os.environ.get(name) for name in env}
     saved_tempdir = tempfile.tempdir

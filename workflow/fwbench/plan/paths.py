@@ -15,6 +15,10 @@ HARDWARE = "results/hardware/{system}.json"
 CELL = "results/cells/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
 # Process 0's on-disk compile caches, which the cell's later processes start from.
 COMPILE_CACHE = "results/compile_cache/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
+# An export mode's artifact and its manifest (fwbench.io.artifact_file): one per architecture,
+# any batch; the artifact file lies beside the manifest, named by the architecture.
+ARTIFACT = "results/artifacts/{system}/{framework}/{version}/{mode}/{arch}"
+ARTIFACT_LOG = "results/logs/export/{system}/{framework}/{version}/{mode}/{arch}"
 CELL_LOG = "results/logs/bench/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
 CHECKS = "results/checks/{system}/{framework}/{version}/{name}.csv"
 TRAIN_RUN = "results/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}.nc"
@@ -30,6 +34,14 @@ def process_suffix(process: int) -> str:
 
 def cell_file(cell: Mapping[str, Any], process: int = 0) -> str:
     return CELL.format(**cell) + f"{process_suffix(process)}.nc"
+
+
+def artifact_manifest(export: Mapping[str, Any]) -> str:
+    """The manifest of the artifact of `export` (system, framework, version, mode, arch)."""
+    return ARTIFACT.format(**{key: export[key] for key in ARTIFACT_KEYS}) + ".json"
+
+
+ARTIFACT_KEYS = ("system", "framework", "version", "mode", "arch")
 
 
 def checks_file(system: str, framework: str, version: str, name: str) -> str:

@@ -46,6 +46,8 @@ class CellRequest:
     # not properties of the cell, so not in its JSON (the cell records the baseline it used).
     lock: str = DEFAULT_LOCK
     hardware: str | None = None
+    # An export mode's artifact manifest (fwbench.io.artifact_file): an input of the job.
+    artifact: str | None = None
 
     def settings_hash(self) -> str:
         """What determines the cell: every process of a cell has the same hash."""
@@ -66,15 +68,52 @@ class CellRequest:
 
     @classmethod
     def from_json(
-        cls, text: str, lock: str = DEFAULT_LOCK, hardware: str | None = None
+        cls,
+        text: str,
+        lock: str = DEFAULT_LOCK,
+        hardware: str | None = None,
+        artifact: str | None = None,
     ) -> CellRequest:
         """The request `to_json` wrote; raises naming any field this version does not know."""
-        settings = json.loads(text)
-        unknown = sorted(set(settings) - set(_JSON_FIELDS))
-        if unknown:
-            raise ValueError(f"cell request: unknown field(s) {', '.join(unknown)}")
-        return cls(**settings, lock=lock, hardware=hardware)
+        settings = _settings(text, _JSON_FIELDS, "cell")
+        return cls(**settings, lock=lock, hardware=hardware, artifact=artifact or None)
 
 
-_NOT_JSON = ("lock", "hardware")
+@dataclass
+class ExportRequest:
+    """An export job's request: what determines one artifact (a framework's export mode on
+    one architecture, any batch). Field order is the JSON's, as for CellRequest."""
+
+    system: str
+    placement: dict[str, Any]
+    framework: str
+    mode: str
+    arch: str
+    dims: dict[str, Any]
+    seed: int
+    device: str
+    threads: int
+    timeout_s: float
+    versions: dict[str, str]
+    lock: str = DEFAULT_LOCK  # where the host's timing jobs meet: not in the JSON
+
+    def to_json(self) -> str:
+        return json.dumps({name: getattr(self, name) for name in _EXPORT_FIELDS})
+
+    @classmethod
+    def from_json(cls, text: str, lock: str = DEFAULT_LOCK) -> ExportRequest:
+        return cls(**_settings(text, _EXPORT_FIELDS, "export"), lock=lock)
+
+
+def _settings(text: str, known: tuple[str, ...], what: str) -> dict[str, Any]:
+    """A request's JSON fields; raises naming any field this version does not know."""
+    settings = json.loads(text)
+    unknown = sorted(set(settings) - set(known))
+    if unknown:
+        raise ValueError(f"{what} request: unknown field(s) {', '.join(unknown)}")
+    return settings
+
+
+_NOT_JSON = ("lock", "hardware", "artifact")
 _JSON_FIELDS = tuple(f.name for f in fields(CellRequest) if f.name not in _NOT_JSON)
+_EXPORT_FIELDS = tuple(f.name for f in fields(ExportRequest) if f.name not in _NOT_JSON)

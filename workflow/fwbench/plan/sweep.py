@@ -13,6 +13,7 @@ from fwbench import frameworks
 from fwbench.host.threads import resolve_threads
 from fwbench.plan.baselines import baselines
 from fwbench.plan.checks import check_config, compile_options_key
+from fwbench.plan.exports import ExportPlan
 from fwbench.plan.processes import cell_key, multi_process_cells
 from fwbench.plan.request import CellRequest
 from fwbench.plan.versions import VersionsOf, versions_source
@@ -23,7 +24,7 @@ CELL_KEYS = ("system", "framework", "version", "mode", "arch", "batch")
 
 
 @dataclass
-class Plan:
+class Plan(ExportPlan):
     """Everything a sweep runs, derived from a validated config (see make_plan)."""
 
     config: Mapping[str, Any]

@@ -3,7 +3,8 @@
 Modes: `eager` calls the forward op by op (no jax.jit in this code, recurrences as a Python loop
 over time steps); `jit` is jax.jit of the whole forward, recurrences via lax.scan. jax.numpy and
 jax.nn functions are themselves small jitted wrappers, so eager JAX dispatches one cached XLA
-executable per library call: that is JAX's eager mode as users run it.
+executable per library call: that is JAX's eager mode as users run it. `export` deserializes
+the artifact its export job wrote (frameworks.jax.export) and calls it under jax.jit.
 
 The job sets JAX_PLATFORMS, XLA_PYTHON_CLIENT_PREALLOCATE (frameworks.pre_import_env), the
 thread environment and the core affinity before importing this module. Nothing here touches a
@@ -19,9 +20,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax import export as jax_export
 
 from fwbench.frameworks import check_threads
-from fwbench.frameworks.base import BaseRunner, check_device
+from fwbench.frameworks.base import EXPORTED_COUNTER_NOTE, BaseRunner, check_device
 from fwbench.frameworks.jax import models
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.model.specs import CNNSpec, RecurrentSpec
@@ -53,9 +55,15 @@ class JaxRunner(BaseRunner):
 
     FRAMEWORK = "jax"
 
-    def _setup(self, weights: Weights) -> None:
+    def _setup(self, weights: Weights | None) -> None:
         spec, mode, device = self.spec, self.mode, self.device
         self._device = jax.devices(device)[0]
+        if self.artifact:  # export: the serialized StableHLO holds the weights as constants
+            with open(self.artifact, "rb") as handle:
+                exported = jax_export.deserialize(bytearray(handle.read()))
+            self.params = None
+            self.forward = jax.jit(lambda _params, x: exported.call(x))
+            return
         self.params = models.to_params(spec, weights, self._device)
         forward = models.forward_fn(spec, loop=_LOOP_OF_MODE[mode])
         self.forward = jax.jit(forward) if mode == "jit" else forward
@@ -80,6 +88,15 @@ class JaxRunner(BaseRunner):
         jax.block_until_ready(output)
 
     def compile_info(self) -> CompileInfo:
+        if self.artifact:
+            executables = _jit_cache_size(self.forward)
+            return CompileInfo(
+                compiled=executables > 0,
+                how="jax.export.deserialize(artifact).call under jax.jit (XLA compiles the "
+                "StableHLO at the first call)",
+                graph_count=executables,
+                details={"platform": self._device.platform, "artifact": self.artifact},
+            )
         details: dict[str, Any] = {
             "platform": self._device.platform,
             "matmul_precision": str(models.HIGHEST),
@@ -112,6 +129,8 @@ class JaxRunner(BaseRunner):
         lstm here). A lax.scan body is counted once, not once per step, so recurrences are
         analysed with the time loop unrolled (the Python-loop forward): same function.
         """
+        if self.params is None:
+            return None, EXPORTED_COUNTER_NOTE
         forward = models.forward_fn(self.spec, loop="python")
         try:
             analysis = jax.jit(forward).lower(self.params, prepared).cost_analysis()

@@ -82,7 +82,7 @@ class TensorFlowRunner(BaseRunner):
 
     FRAMEWORK = "tensorflow"
 
-    def _setup(self, weights: Weights) -> None:
+    def _setup(self, weights: Weights | None) -> None:
         spec, mode, device = self.spec, self.mode, self.device
         self._device_name = _PLACEMENTS[device]
         self._platform = _PLATFORMS[device]

@@ -2,7 +2,9 @@
 
 Modes: `eager` runs the nn.Module in eval under torch.inference_mode(); `compiled` and the
 `compiled_<name>` variants run torch.compile(module, **options) (inductor backend; options:
-mode, fullgraph, dynamic, and inductor's freezing), also under torch.inference_mode().
+mode, fullgraph, dynamic, and inductor's freezing), also under torch.inference_mode(); `aoti`
+loads the AOTInductor package its export job wrote (frameworks.torch.export) and calls it under
+torch.inference_mode().
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import numpy as np
 import torch
 
 from fwbench.frameworks import check_threads
-from fwbench.frameworks.base import BaseRunner, check_device
+from fwbench.frameworks.base import EXPORTED_COUNTER_NOTE, BaseRunner, check_device
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.torch.compile_info import (
     EagerOpRecorder,
@@ -62,7 +64,7 @@ class TorchRunner(BaseRunner):
 
     FRAMEWORK = "torch"
 
-    def _setup(self, weights: Weights) -> None:
+    def _setup(self, weights: Weights | None) -> None:
         spec, mode, device = self.spec, self.mode, self.device
         self._device = torch.device(device)
         # Numerics settings that change the function (TF32): recorded in compile_info details.
@@ -73,10 +75,16 @@ class TorchRunner(BaseRunner):
             self.settings |= _strict_float32_on_cuda()
             # Reset before the weights move so that the peak includes them.
             torch.cuda.reset_peak_memory_stats(self._device)
-        self.module = build_module(spec, weights).to(self._device)
-        self._forward = self.module
         self._counters_at_build: Snapshot = {}
         self._recorder: EagerOpRecorder | None = None
+        if self.artifact:  # aoti: the package holds the compiled code and the weights
+            from torch._inductor import aoti_load_package
+
+            self.module = None
+            self._forward = aoti_load_package(self.artifact)
+            return
+        self.module = build_module(spec, weights).to(self._device)
+        self._forward = self.module
         if mode != "eager":
             self._forward = self._compile()
 
@@ -135,6 +143,14 @@ class TorchRunner(BaseRunner):
                 how="eager nn.Module under torch.inference_mode",
                 details={"settings": self.settings, "torch": torch.__version__},
             )
+        if self.artifact:
+            return CompileInfo(
+                compiled=True,
+                how="AOTInductor package loaded by torch._inductor.aoti_load_package, called "
+                "under torch.inference_mode",
+                graph_count=1,
+                details={"settings": self.settings, "artifact": self.artifact},
+            )
         return compile_info_since(
             self._counters_at_build,
             how=(
@@ -156,6 +172,8 @@ class TorchRunner(BaseRunner):
         one (aten.lstm, the encoder-layer fast path) counts 0. Every module that owns a weight
         matrix does matmuls, so one that counted 0 means the total is short: return None.
         """
+        if self.module is None:
+            return None, EXPORTED_COUNTER_NOTE
         from torch.utils.flop_counter import FlopCounterMode
 
         counter = FlopCounterMode(display=False)

@@ -20,6 +20,7 @@ import pandas as pd
 import xarray as xr
 
 from fwbench.analysis.processes import pool
+from fwbench.io.artifact_file import read_manifest
 from fwbench.io.bench_file import read_bench
 from fwbench.io.common import read_netcdf
 from fwbench.io.dims import STATUS_ABSENT
@@ -50,6 +51,7 @@ class ReportInputs:
     settings: Mapping[str, Any] = field(default_factory=dict)  # the config's bench section
     systems_figures: Sequence[PathLike] = ()  # the systems side by side
     systems: Mapping[str, str] = field(default_factory=dict)  # name → how it is configured
+    artifacts: Sequence[PathLike] = ()  # the export modes' artifact manifests, every system's
 
 
 @dataclass(frozen=True, eq=False)
@@ -63,6 +65,7 @@ class SystemPart:
     hardware: HardwareSummary | None
     tables: dict[str, Path]  # table name (file stem) → file
     figures: tuple[Path, ...]  # resolved
+    artifacts: tuple[dict[str, Any], ...] = ()  # its artifact manifests (io.artifact_file)
 
 
 @dataclass(frozen=True, eq=False)
@@ -106,6 +109,7 @@ def load_context(inputs: ReportInputs, report_path: PathLike) -> ReportContext:
     hardware = hardware_by_system(inputs.hardware, names)
     tables = list(table_files(inputs.tables).values()) if _is_path(inputs.tables) else inputs.tables
     tables = _listed(tables)
+    manifests = [read_manifest(path) for path in _listed(inputs.artifacts)]
     parts = tuple(
         SystemPart(
             name=name,
@@ -115,6 +119,7 @@ def load_context(inputs: ReportInputs, report_path: PathLike) -> ReportContext:
             hardware=hardware[name],
             tables=table_files([p for p in tables if owner(p, names) == name]),
             figures=tuple(p.resolve() for p in _listed(inputs.figures) if owner(p, names) == name),
+            artifacts=tuple(m for m in manifests if not name or m.get("system") == name),
         )
         for name in names or (None,)
     )

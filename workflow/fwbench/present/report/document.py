@@ -1,6 +1,7 @@
 """The report in order, results first: the header and the cross-checks' one-line verdict, the
 systems side by side, then per system its results (figures, winners, statistics tables), its
-failed and flagged cells, its measurement quality, its hardware and method; then training,
+failed and flagged cells, its deployment paths (support matrix, export costs), its measurement
+quality, its hardware and method; then training,
 changes since the previous version, the cross-checks in full, and the statistics file. One
 context, loaded once, feeds every section."""
 
@@ -16,6 +17,7 @@ from fwbench.present.report.context import (
     SystemPart,
     load_context,
 )
+from fwbench.present.report.deployment import deployment_section
 from fwbench.present.report.hardware import hardware_section
 from fwbench.present.report.header import header_section
 from fwbench.present.report.markdown import demote
@@ -51,6 +53,7 @@ def system_part(context: ReportContext, part: SystemPart) -> str:
         winners_section,
         statistics_tables_section,
         problems_section,
+        deployment_section,
         quality_section,
         hardware_section,
         method_section,

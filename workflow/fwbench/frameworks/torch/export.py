@@ -1,0 +1,63 @@
+"""The torch export adapter (frameworks.protocols.ExportAdapter): mode `aoti`.
+
+torch.export traces the eval module with a dynamic batch dimension, then AOTInductor compiles
+the exported program into a package (`.pt2`: the generated C++/kernels and the weights), which
+`torch._inductor.aoti_load_package` loads in the cell (frameworks.torch.infer). On the CPU
+inductor's freezing is on, as the AOTInductor docs advise there (weights folded into the
+compiled code as constants).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from fwbench.frameworks.protocols import Exported
+from fwbench.frameworks.torch.models import build_module
+from fwbench.model.specs import ArchSpec
+from fwbench.model.weights import Weights
+
+SUFFIX = ".pt2"
+# torch.export specializes a dimension whose example size is 0 or 1: the example has 2 rows.
+EXAMPLE_BATCH = 2
+
+
+def _freezing(device: str) -> bool:
+    return device == "cpu"
+
+
+def export(spec: ArchSpec, weights: Weights, mode: str, device: str, stem: str) -> Exported:
+    if mode != "aoti":
+        raise ValueError(f"torch has no export mode {mode!r}; its export mode: aoti")
+    from torch._inductor import aoti_compile_and_package
+
+    module = build_module(spec, weights).to(device).eval()
+    example = torch.zeros(spec.input_shape(EXAMPLE_BATCH), dtype=torch.float32, device=device)
+    batch = torch.export.Dim("batch", min=1)
+    configs: dict[str, Any] = {"freezing": _freezing(device)}
+    with torch.no_grad():
+        start = time.perf_counter()
+        program = torch.export.export(module, (example,), dynamic_shapes=({0: batch},))
+        traced = time.perf_counter()
+        path = aoti_compile_and_package(
+            program, package_path=stem + SUFFIX, inductor_configs=configs
+        )
+        compiled = time.perf_counter()
+    return Exported(
+        file=str(path),
+        how=(
+            "torch.export.export(module.eval(), dynamic batch) -> "
+            "torch._inductor.aoti_compile_and_package"
+        ),
+        details={
+            "inductor_configs": configs,
+            "dynamic": "batch (dim 0, min 1)",
+            "torch": torch.__version__,
+            "example_batch": EXAMPLE_BATCH,
+            "graph_nodes": sum(1 for _ in program.graph.nodes),
+            "trace_s": traced - start,
+            "compile_s": compiled - traced,
+        },
+    )
