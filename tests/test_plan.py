@@ -8,6 +8,7 @@ import time
 from dataclasses import fields
 
 import pytest
+import yaml
 
 from fwbench.plan import CellRequest, paths, refuse_moved_keys
 from fwbench.plan.versions import env_file, versions_source
@@ -35,8 +36,10 @@ def test_the_smoke_sweep_is_every_framework_mode_architecture_and_batch():
     assert plan.cell_files[0].startswith("results/cells/local/")
 
 
-def test_the_default_sweep_has_180_cells_and_10_artifacts():
-    plan = plan_of(base=DEFAULT)
+def test_the_default_sweep_has_140_cells_and_the_deploy_overlay_180_and_10_artifacts():
+    assert len(plan_of(base=DEFAULT).cells) == 140 and not plan_of(base=DEFAULT).exports
+    deploy = yaml.safe_load((REPO / "config/deploy.yaml").read_text())
+    plan = plan_of(deploy, base=DEFAULT)
     assert len(plan.cells) == 180  # 9 variants × 5 architectures × 4 batches
     assert len(plan.exports) == 10  # 2 export modes × 5 architectures, for every batch
 

@@ -19,6 +19,8 @@ import xarray as xr
 import yaml
 from slurm import cluster as local_cluster  # tests/slurm/cluster.py
 
+from fwbench.frameworks import is_export_mode
+
 from conftest import REPO, SMOKE, SNAKEMAKE, snakemake
 
 pytestmark = pytest.mark.slow
@@ -36,7 +38,7 @@ SYSTEMS = {
     "cpu_nodes": {"threads": 1, "slurm": {"partition": CPU_PARTITION}},
     "gpu_nodes": {"threads": 1, "slurm": {"partition": GPU_PARTITION, "gpus": 1}},
 }
-TIMING_RULES = ("hardware", "bench", "bench_process", "train")  # docs/architecture.md
+TIMING_RULES = ("hardware", "bench", "bench_process", "export", "train")  # docs/architecture.md
 SUBMITTED = re.compile(r"Job \d+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
 
 
@@ -53,10 +55,23 @@ class SlurmJob:
         return self.fields["Comment"].removeprefix("rule_").split("_wildcards_")[0]
 
     @property
+    def wildcards(self) -> dict[str, str]:
+        """The job's wildcards (its SLURM log lists them)."""
+        found = re.search(r"wildcards: (.*)", self.log.read_text())
+        pairs = found.group(1).split(", ") if found else []
+        return dict(pair.strip().partition("=")[::2] for pair in pairs)
+
+    @property
     def system(self) -> str | None:
-        """The system named in the job's wildcards (its SLURM log lists them)."""
-        found = re.search(r"wildcards: (?:.*, )?system=([^,\s]+)", self.log.read_text())
-        return found.group(1) if found else None
+        return self.wildcards.get("system")
+
+    @property
+    def waits_for(self) -> tuple:
+        """What the job waits for besides the timing slot: its system's hardware file, and
+        an export mode's cell its artifact."""
+        wildcards = self.wildcards
+        exported = is_export_mode(wildcards.get("framework", ""), wildcards.get("mode", ""))
+        return (self.rule, self.system, wildcards.get("arch") if exported else None)
 
 
 @dataclass
@@ -279,16 +294,16 @@ def test_timing_jobs_are_submitted_together_and_never_share_the_node(slurm_run, 
         assert job.fields["NumCPUs"] == node_cpus, f"{job.rule} did not get the whole node"
     for job in others:
         assert job.fields["OverSubscribe"] == "OK", f"{job.rule} job {job.id} took a whole node"
-    # The single timing slot of a workstation run is lifted: SLURM had every timing job of a
-    # rule and system queued before the first of them finished, and ran them one after another
-    # on the one node. Per system: bench jobs wait for their own system's hardware file (it
-    # holds the speed canary's baseline), and the two systems' hardware jobs share the node,
-    # so the second system's cells are queued only once its hardware job has run.
-    for rule, system in {(job.rule, job.system) for job in timing}:
-        jobs = [job for job in timing if (job.rule, job.system) == (rule, system)]
+    # The single timing slot of a workstation run is lifted: SLURM had every timing job that
+    # waits for the same inputs queued before the first of them finished, and ran them one
+    # after another on the one node. Bench jobs wait for their own system's hardware file (it
+    # holds the speed canary's baseline) and an export mode's cells for their artifact, and
+    # those jobs share the node too, so the groups are queued one after another.
+    for waits_for in {job.waits_for for job in timing}:
+        jobs = [job for job in timing if job.waits_for == waits_for]
         first_end = min(job.fields["EndTime"] for job in jobs)
         late = [job.id for job in jobs if job.fields["SubmitTime"] >= first_end]
-        assert not late, f"{system} {rule} jobs {late} submitted only after the first ended"
+        assert not late, f"{waits_for} jobs {late} submitted only after the first ended"
     spans = sorted((job.fields["StartTime"], job.fields["EndTime"], job.rule) for job in timing)
     for (_, end, first), (start, _, second) in zip(spans, spans[1:], strict=False):
         assert start >= end, f"{first} and {second} ran on the node at the same time"
