@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fwbench.frameworks import MODES
+from fwbench.frameworks import MODES, is_export_mode
 from fwbench.host.contention import OtherCpu
 from fwbench.io import train_file
 from fwbench.io.train_file import EPOCH_UNITS, SCALAR_UNITS, RunRecord, read_run, write_run
@@ -243,7 +243,15 @@ def runs_in_every_mode():
         (framework, mode): training.run(framework, mode, "tiny", "digits", settings)
         for framework, modes in MODES.items()
         for mode in modes
+        if not is_export_mode(framework, mode)
     }
+
+
+@pytest.mark.parametrize(("framework", "mode"), [("torch", "aoti"), ("jax", "export")])
+def test_an_export_mode_cannot_train_and_says_so(framework, mode):
+    run = training.run(framework, mode, "tiny", "digits", tiny_settings())
+    assert run.attrs["status"] == "failed"
+    assert f"{framework}/{mode} runs an exported inference artifact" in run.attrs["error_message"]
 
 
 @pytest.mark.slow

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from fwbench.frameworks import MODES, is_export_mode
+from fwbench.frameworks import is_export_mode
 from fwbench.provenance import installed_versions
 
 from conftest import SMOKE, smoke_configs, snakemake
@@ -38,9 +38,8 @@ def planned_jobs(result) -> dict[str, int]:
 
 
 def modes_in(config: dict) -> int:
-    """Framework-mode pairs in a config that leaves `modes` at its defaults."""
-    assert "modes" not in config
-    return sum(len(MODES[framework]) for framework in config["frameworks"])
+    """Framework-mode pairs of the smoke config."""
+    return sum(len(config["modes"][framework]) for framework in config["frameworks"])
 
 
 def snapshot(paths: list[Path]) -> dict[Path, tuple[bytes, int]]:
@@ -51,14 +50,14 @@ def test_upgrading_torch_reruns_only_torch_cells_and_keeps_the_old_ones(smoke_co
     workdir = smoke_copy
     env = fake_upgrade(tmp_path / "site", "torch", NEW_TORCH)
     config = yaml.safe_load(Path(SMOKE).read_text())
-    # every torch mode (the smoke config leaves `modes` at the schema's defaults)
-    torch_cells = len(MODES["torch"]) * len(config["architectures"]) * len(config["batch_sizes"])
+    torch_modes = config["modes"]["torch"]
+    torch_cells = len(torch_modes) * len(config["architectures"]) * len(config["batch_sizes"])
 
     configs = smoke_configs(workdir)
     plan = planned_jobs(snakemake("-n", "--configfile", *configs, cwd=workdir, env=env))
     assert plan.get("bench") == torch_cells
     # torch's export mode exports again, once per architecture; jax's artifacts stay
-    torch_exports = sum(is_export_mode("torch", mode) for mode in MODES["torch"])
+    torch_exports = sum(is_export_mode("torch", mode) for mode in torch_modes)
     assert plan.get("export") == torch_exports * len(config["architectures"])
     assert plan.get("checks") == 1 and "hardware" not in plan
     assert plan.get("aggregate_bench") == 1

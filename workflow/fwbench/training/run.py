@@ -21,7 +21,7 @@ import numpy as np
 import xarray as xr
 
 from fwbench import provenance
-from fwbench.frameworks import check_framework_mode, load
+from fwbench.frameworks import check_framework_mode, is_export_mode, load
 from fwbench.frameworks.protocols import Trainer, TrainingAdapter
 from fwbench.host.contention import OtherCpu
 from fwbench.host.harness import peak_rss_bytes
@@ -169,6 +169,11 @@ def _checked_config(
 ) -> TrainConfig:
     """The run's typed config; raises for what it cannot run (or was told to fail)."""
     check_framework_mode(framework, mode)
+    if is_export_mode(framework, mode):
+        raise ValueError(
+            f"{framework}/{mode} runs an exported inference artifact and cannot train; "
+            "training modes are the in-framework ones (train.modes)"
+        )
     if device not in ("cpu", "cuda"):
         raise ValueError(f"unknown device {device!r}; known: cpu, cuda")
     config = parse_settings(settings)
