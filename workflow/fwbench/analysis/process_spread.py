@@ -135,12 +135,9 @@ def spread_cis(
     each cell's σ of log process medians and its count of usable processes."""
     low, high = np.full(ok.shape, np.nan), np.full(ok.shape, np.nan)
     for position in zip(*np.nonzero(ok), strict=True):
+        sigma, processes, dof = spread_at(spreads, position)
         low[position], high[position] = spread_ci(
-            median_s[position],
-            spreads["sigma"][position],
-            int(spreads["processes"][position]),
-            int(spreads["dof"][position]),
-            confidence,
+            median_s[position], sigma, processes, dof, confidence
         )
     return {
         "median_ci_low_s": low,

@@ -117,10 +117,11 @@ def _samples(
 def _warm_up(call: Callable[[], Any], sync: Callable[[Any], None], warmup: int):
     """`warmup` synced calls: their total seconds and the mean of the later half's."""
     later = warmup - warmup // 2
-    start = middle = time.perf_counter()
-    for index in range(warmup):
-        if index == warmup - later:
-            middle = time.perf_counter()
+    start = time.perf_counter()
+    for _ in range(warmup - later):
+        sync(call())
+    middle = time.perf_counter()
+    for _ in range(later):
         sync(call())
     end = time.perf_counter()
     return end - start, (end - middle) / later if later else math.nan

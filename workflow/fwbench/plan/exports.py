@@ -52,23 +52,30 @@ class ExportPlan:
 
     def export_request(self, wildcards: Mapping[str, Any]) -> ExportRequest:
         """Everything that determines one artifact (the export job's request)."""
-        fw, mode, arch = wildcards["framework"], wildcards["mode"], wildcards["arch"]
+        fw, mode = wildcards["framework"], wildcards["mode"]
         if not frameworks.is_export_mode(fw, mode) or mode not in self.config["modes"][fw]:
             exports = [m for m in self.config["modes"][fw] if frameworks.is_export_mode(fw, m)]
             raise ValueError(
                 f"{fw}/{mode} is not a configured export mode (modes.{fw} exports: {exports})"
             )
-        system = self.systems[wildcards["system"]]
         return ExportRequest(
+            **self.model_fields(wildcards), timeout_s=self.config["bench"]["timeout_s"]
+        )
+
+    def model_fields(self, wildcards: Mapping[str, Any]) -> dict[str, Any]:
+        """What a cell's and an artifact's request share: the system and its placement, the
+        framework, mode and model, the seed, and the framework's versions."""
+        fw, arch = wildcards["framework"], wildcards["arch"]
+        system = self.systems[wildcards["system"]]
+        return dict(
             system=system.name,
             placement=system.placement(),
             framework=fw,
-            mode=mode,
+            mode=wildcards["mode"],
             arch=arch,
             dims=self.config["dims"][arch],
             seed=self.config["seed"],
             device=system.device,
             threads=system.threads,
-            timeout_s=self.config["bench"]["timeout_s"],
             versions=self.versions[(system.name, fw)],
         )

@@ -148,18 +148,10 @@ class Plan(ExportPlan):
         """Everything that determines one cell and process (the bench job's request)."""
         self._check_cell(wildcards)
         fw, mode, arch = wildcards["framework"], wildcards["mode"], wildcards["arch"]
-        bench, system = self.config["bench"], self.systems[wildcards["system"]]
+        bench = self.config["bench"]
         return CellRequest(
-            system=system.name,
-            placement=system.placement(),
-            framework=fw,
-            mode=mode,
-            arch=arch,
+            **self.model_fields(wildcards),
             batch=int(wildcards["batch"]),
-            dims=self.config["dims"][arch],
-            seed=self.config["seed"],
-            device=system.device,
-            threads=system.threads,
             warmup=bench["warmup"],
             repeats=bench["repeats"],
             min_sample_s=bench["min_sample_s"],
@@ -172,7 +164,6 @@ class Plan(ExportPlan):
             retries=bench["retries"],
             timeout_s=bench["timeout_s"],
             inject_failure=f"{fw}/{mode}/{arch}" in bench["inject_failure"],
-            versions=self.versions[(system.name, fw)],
             process=_process(wildcards),
             compile_options=self.compile_options(fw, mode),
         )
