@@ -9,8 +9,8 @@ min) and whether each CI holds the median of all the aggregate's processes (the 
 second and third process would move towards):
   - p0 boot: the bootstrap CI of process 0's timings alone (a one-process sweep's CI);
   - first k: the CI the statistics make from the first k processes (`--processes`, the
-    default sweep's), σ pooled over the aggregate's cells of the variant
-    (fwbench.analysis.process_spread), so with few cells per variant it is wide;
+    default sweep's), σ pooled over the aggregate's cells (fwbench.analysis.process_spread),
+    so with an aggregate of a few cells it is wide;
   - default: the CI a default sweep reported for the cell, read from its stats.nc
     (`--default-stats`, saved before the rigorous processes were added): the figure the
     issue asks for, σ pooled over the default sweep's cells.
@@ -42,12 +42,12 @@ def _cells(bench: xr.Dataset) -> tuple[list[str], xr.DataArray, np.ndarray]:
 
 
 def _first_k_cis(latency: xr.DataArray, status: np.ndarray, k: int) -> dict[tuple, tuple]:
-    """Per measured cell: the spread CI from its first k processes, σ pooled per variant."""
+    """Per measured cell: the spread CI from its first k processes, σ pooled per system."""
     values = latency.values
     groups: dict[tuple, list[tuple]] = {}
     for index in np.ndindex(*values.shape[:-2]):
         if (status[index] == STATUS_OK).all():
-            groups.setdefault(index[:-2], []).append(index)
+            groups.setdefault(index[:-4], []).append(index)
     cis = {}
     for members in groups.values():
         sigma, dof = pooled_sigma([values[index][:k] for index in members])

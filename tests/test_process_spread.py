@@ -9,6 +9,7 @@ import pytest
 from fwbench.analysis.machine import MACHINE, OWN, apply_choice, canary_correlation, noise_source
 from fwbench.analysis.process_spread import (
     cell_sigma,
+    cell_spreads,
     pooled_sigma,
     ratio_ci,
     spread_ci,
@@ -36,7 +37,7 @@ def test_the_pooled_sigma_recovers_a_known_spread_between_processes():
     assert 0.06 < sigma < 0.15
 
 
-def test_a_cell_noisier_than_its_variant_keeps_its_own_spread():
+def test_a_cell_noisier_than_its_system_keeps_its_own_spread():
     wide = np.array([[1.0, 1.0, 1.0], [2.0, 2.0, 2.0]])
     sigma, processes = cell_sigma(wide, group_sigma=0.01)
     assert processes == 2 and sigma == pytest.approx(np.std(np.log([1.0, 2.0]), ddof=1))
@@ -44,12 +45,12 @@ def test_a_cell_noisier_than_its_variant_keeps_its_own_spread():
 
 
 def test_two_process_cis_cover_the_median_of_many_processes_in_nine_cells_of_ten():
-    """The default sweep's design: two processes per cell, σ pooled over a variant's 20 cells;
+    """The default sweep's design: two processes per cell, σ pooled over a system's 70 cells;
     the target is the cell's median over 25 processes."""
     rng = np.random.default_rng(7)
     covered = total = 0
-    for _ in range(20):  # variants
-        centers = rng.uniform(1e-5, 1e-2, 20)
+    for _ in range(6):  # systems
+        centers = rng.uniform(1e-5, 1e-2, 70)
         runs = [_cell_processes(rng, 27, center) for center in centers]
         sigma, dof = pooled_sigma([run[:2] for run in runs])
         for run in runs:
@@ -59,6 +60,23 @@ def test_two_process_cis_cover_the_median_of_many_processes_in_nine_cells_of_ten
             covered += low <= target <= high
             total += 1
     assert covered / total >= 0.9, covered / total
+
+
+def test_a_variant_whose_processes_happened_to_agree_takes_the_systems_spread():
+    # (framework, mode, arch, batch, process, iteration): variant 0's pairs agree to 1 %,
+    # variant 1's differ by 30 %; both are one system's, and the spread is the host's.
+    rng = np.random.default_rng(3)
+    by_process = np.empty((1, 2, 1, 5, 2, 20))
+    for variant, gap in enumerate((1.01, 1.3)):
+        for batch in range(5):
+            centers = np.array([1.0, gap])[:, None] * 1e-3 * (batch + 1)
+            by_process[0, variant, 0, batch] = centers * (1 + 1e-3 * rng.random((2, 20)))
+    spreads = cell_spreads(by_process, np.ones(by_process.shape[:4], dtype=bool))
+    agreeing, differing = spreads["sigma"][0, 0, 0], spreads["sigma"][0, 1, 0]
+    expected = np.sqrt(np.mean([np.log(1.01) ** 2, np.log(1.3) ** 2]) / 2)
+    assert agreeing == pytest.approx(np.full(5, expected), rel=0.01)
+    assert differing == pytest.approx(np.full(5, np.log(1.3) / np.sqrt(2)), rel=0.01)
+    assert (spreads["dof"] == 10).all() and (spreads["processes"] == 2).all()
 
 
 def test_a_speedup_ci_adds_both_cells_spreads():

@@ -11,7 +11,6 @@ import pytest
 from fwbench.analysis.aggregate import aggregate_cells
 from fwbench.analysis.estimators import median_ci, ratio_of_medians_ci
 from fwbench.analysis.process_spread import (
-    MAD_TO_SIGMA,
     cell_sigma,
     pooled_sigma,
     ratio_ci,
@@ -101,7 +100,7 @@ def _processes(offsets, timings=40, spread=0.01, seed=0):
 
 def _spread(by_process, group=None):
     """A cell's (σ, processes, dof) as the statistics see it: pooled over `group` (the
-    variant's cells), the cell alone where no group is given."""
+    system's cells), the cell alone where no group is given."""
     sigma, dof = pooled_sigma(group if group is not None else [by_process])
     own, processes = cell_sigma(by_process, sigma)
     return own, processes, dof
@@ -130,15 +129,15 @@ def test_the_spread_needs_two_processes_somewhere_and_ignores_nan_padding():
     padded = _processes([1.0, 2.0], timings=10)
     padded[1, 5:] = np.nan  # the second process kept 5 timings
     sigma, processes, dof = _spread(padded)
-    # one pair's residuals are ±log(2)/√2; their median absolute value, scaled to a normal's σ
+    # one pair's deviations are ±log(2)/2: a sample σ of log(2)/√2 at one degree of freedom
     assert processes == 2 and dof == 1
-    assert sigma == pytest.approx(math.log(2) / math.sqrt(2) * MAD_TO_SIGMA, rel=0.05)
+    assert sigma == pytest.approx(math.log(2) / math.sqrt(2), rel=0.05)
 
 
-def test_a_cell_in_one_process_takes_its_variants_spread_and_a_wider_ci():
-    variant = [_processes([1.0, 1.1], seed=s) for s in range(6)]
+def test_a_cell_in_one_process_takes_its_systems_spread_and_a_wider_ci():
+    system = [_processes([1.0, 1.1], seed=s) for s in range(6)]
     single = _processes([1.0], seed=9)
-    sigma, processes, dof = _spread(single, group=variant)
+    sigma, processes, dof = _spread(single, group=system)
     assert processes == 1 and dof == 6 and sigma > 0.03
     low, high = spread_ci(1.0, sigma, processes, dof, 0.95)
     two_low, two_high = spread_ci(1.0, sigma, 2, dof, 0.95)

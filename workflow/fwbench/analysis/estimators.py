@@ -147,7 +147,7 @@ def ci_level(processes: int) -> str:
             f"between processes: cells measured in up to {processes} fresh processes (k, "
             "`process_count`; bench.multi_process_share of them in all, the others in one); "
             "the medians' and the compile speedups' CIs are median × exp(± t·σ/√k), σ the "
-            "spread of log process medians pooled over the variant's cells measured in several "
+            "spread of log process medians pooled over the system's cells measured in several "
             "(fwbench.analysis.process_spread), so "
             "they cover between-process and within-process variation; the winners' tests "
             "are Student's t on the log ratio of two medians with the same σ"

@@ -2,13 +2,21 @@
 
 A default sweep measures each cell in a few processes (bench.processes); a few processes are
 too few to bootstrap over (two draws of a process cannot leave the range of the two), so the
-spread between processes is pooled over a variant's cells: the log process medians of every
-cell of one (framework, mode) deviate from their cell's mean by a common scale σ, estimated
-robustly (median absolute deviation) with Σ(k − 1) degrees of freedom. A cell's σ is the
-larger of its variant's and its own; its median's CI is median × exp(± t · σ / √k), Student's
+spread between processes is pooled over a system's cells: the log process medians of every
+cell deviate from their cell's mean by a common scale σ, the pooled sample standard
+deviation Σ(deviations²) / Σ(k − 1), with Σ(k − 1) degrees of freedom. A cell's σ is the
+larger of its system's and its own; its median's CI is median × exp(± t · σ / √k), Student's
 t at the pooled degrees of freedom. This is a one-way random-effects model on log latency;
 self_measurement/process_variation.py measures how often it covers the median of more
 processes than it saw.
+
+Why over the system, not per variant, and why not a robust scale: what differs between two
+processes is the host and the process's start (memory layout, allocator, thread placement),
+and on the 2-core VMs the variants' own σ (0.11–0.19 from about ten pairs each) differ no more
+than ten pairs' sampling error; pooled per variant, one variant whose pairs happened to agree
+(jax eager, σ 0.06) got CIs that missed a 5-process median. A slow process whose canary read a
+normal machine is the user's reality, so the rare 1.5–2× process belongs in σ (a median
+absolute deviation ignored it).
 """
 
 from __future__ import annotations
@@ -20,7 +28,6 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats as scipy_stats
 
-MAD_TO_SIGMA = 1 / 0.6744897501960817  # a normal's σ over its median absolute deviation
 MIN_SAMPLES = 2  # a process with fewer usable timings has no median worth pooling
 
 
@@ -35,27 +42,24 @@ def log_process_medians(by_process: np.ndarray) -> np.ndarray:
     return np.where(counts >= MIN_SAMPLES, np.log(medians), np.nan)
 
 
-def _residuals(log_medians: np.ndarray) -> np.ndarray:
-    """Deviations from the cell's mean, scaled to unit variance per process (√(k/(k−1)))."""
+def _deviations(log_medians: np.ndarray) -> np.ndarray:
+    """A cell's log process medians less their mean; empty with fewer than two."""
     values = log_medians[np.isfinite(log_medians)]
-    if len(values) < 2:
-        return np.empty(0)
-    return (values - values.mean()) * math.sqrt(len(values) / (len(values) - 1))
+    return values - values.mean() if len(values) >= 2 else np.empty(0)
 
 
 def pooled_sigma(cells: Sequence[np.ndarray]) -> tuple[float, int]:
-    """The robust common σ of log process medians over cells (each a process × iteration
-    array) and its degrees of freedom; (NaN, 0) where no cell has two processes."""
-    residuals = [_residuals(log_process_medians(cell)) for cell in cells]
-    dof = sum(max(len(r) - 1, 0) for r in residuals)
-    pooled = np.concatenate([r for r in residuals if len(r)] or [np.empty(0)])
+    """The pooled standard deviation of log process medians over cells (each a process ×
+    iteration array) and its degrees of freedom; (NaN, 0) where no cell has two processes."""
+    deviations = [_deviations(log_process_medians(cell)) for cell in cells]
+    dof = sum(max(len(d) - 1, 0) for d in deviations)
     if dof == 0:
         return math.nan, 0
-    return float(np.median(np.abs(pooled)) * MAD_TO_SIGMA), dof
+    return math.sqrt(sum(float(np.sum(d * d)) for d in deviations) / dof), dof
 
 
 def cell_sigma(by_process: np.ndarray, group_sigma: float) -> tuple[float, int]:
-    """A cell's σ (the larger of its variant's and its own spread) and its usable processes."""
+    """A cell's σ (the larger of its group's and its own spread) and its usable processes."""
     log_medians = log_process_medians(by_process)
     values = log_medians[np.isfinite(log_medians)]
     own = float(np.std(values, ddof=1)) if len(values) >= 2 else 0.0
@@ -105,17 +109,16 @@ def slower_p(
 
 
 def cell_spreads(by_process: np.ndarray, ok: np.ndarray) -> dict[str, np.ndarray]:
-    """Per `ok` cell of a (framework, mode, arch, batch, process, iteration) array: its σ,
-    usable processes and the pooled dof of its (framework, mode); NaN / 0 elsewhere."""
+    """Per `ok` cell of one system's (framework, mode, arch, batch, process, iteration) array:
+    its σ, usable processes and the dof pooled over all the system's `ok` cells; NaN / 0
+    elsewhere."""
     shape = ok.shape
     out = {"sigma": np.full(shape, np.nan), "processes": np.zeros(shape), "dof": np.zeros(shape)}
-    for f, m in np.ndindex(*shape[:2]):
-        members = [(a, b) for a, b in np.ndindex(*shape[2:]) if ok[f, m, a, b]]
-        group_sigma, dof = pooled_sigma([by_process[f, m, a, b] for a, b in members])
-        for a, b in members:
-            sigma, k = cell_sigma(by_process[f, m, a, b], group_sigma)
-            out["sigma"][f, m, a, b], out["processes"][f, m, a, b] = sigma, k
-            out["dof"][f, m, a, b] = dof
+    members = list(zip(*np.nonzero(ok), strict=True))
+    group_sigma, dof = pooled_sigma([by_process[position] for position in members])
+    for position in members:
+        sigma, k = cell_sigma(by_process[position], group_sigma)
+        out["sigma"][position], out["processes"][position], out["dof"][position] = sigma, k, dof
     return out
 
 

@@ -11,7 +11,7 @@ fastest compiled one, is counted once).
 
 When the cells were measured in several processes, a comparison instead tests the log ratio
 of the two medians against the spread between processes (fwbench.analysis.process_spread: each
-cell's σ of log process medians, pooled over its variant, and its count of processes), with
+cell's σ of log process medians, pooled over its system's cells, and its count of processes), with
 Student's t at the pooled degrees of freedom, doubled as above: the same model as the medians'
 CIs. Iterations of one process are not independent draws of the variant's speed; processes are,
 and two processes of one cell are too few to resample.

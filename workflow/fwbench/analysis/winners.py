@@ -78,7 +78,7 @@ def _verdict_description(alpha: float, min_effect_pct: float) -> str:
         f"'{WINNER}': fastest by median, and every other variant is significantly slower "
         "(one-sided in the medians' direction: Mann–Whitney U on the timings, or over "
         "processes Student's t on the log ratio of the medians with the spread between "
-        "processes pooled over each variant's cells; p doubled for that chosen "
+        "processes pooled over the system's cells; p doubled for that chosen "
         f"direction, Holm-adjusted p < {alpha} across the table) by at least "
         f"{min_effect_pct}% in median; 'tie': winner_tied names the variants that are not; "
         "'only': a single unflagged variant; 'none': no unflagged variant measured"

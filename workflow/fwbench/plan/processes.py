@@ -1,6 +1,6 @@
 """Which cells a sweep measures in more than one process: per (system, framework, mode,
 architecture), a seeded share of its batch sizes (bench.multi_process_share). The others are
-measured in process 0 alone; their CIs take their variant's spread between processes
+measured in process 0 alone; their CIs take their system's spread between processes
 (fwbench.analysis.process_spread), which these cells measure."""
 
 from __future__ import annotations

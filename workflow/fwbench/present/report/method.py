@@ -100,7 +100,7 @@ def _statistics_line(attrs: Mapping[str, Any]) -> str:
         "noisy. A winner is declared only when every other variant is slower both "
         "significantly (one-sided, in the medians' direction: Mann–Whitney U on the timings, or "
         "with several processes Student's t on the log ratio of the medians, σ the spread "
-        "between processes pooled over the variant's cells; p doubled, "
+        "between processes pooled over the system's cells; p doubled, "
         "Holm-corrected across the table, "
         f"p < {attrs.get('stats_alpha', MISSING)}) and by at least "
         f"{attrs.get('stats_min_effect_pct', MISSING)}% in median; otherwise the result is a "
