@@ -83,11 +83,22 @@ def exported(framework: str, spec: Any, weights: Weights, mode: str, device: str
     )
 
 
+def mode_adapter(framework: str, mode: str) -> Any:
+    """The adapter a mode's cells run: the framework's, or for a runtime mode the runtime's
+    (on one thread, as a cell sets it)."""
+    if frameworks.runtime_of(framework, mode) is None:
+        return adapter(framework)
+    pytest.importorskip(framework)  # its exporter writes the artifact
+    loaded = frameworks.load_inference(framework, mode)
+    loaded.set_threads(1)
+    return loaded
+
+
 def build_runner(framework: str, spec: Any, weights: Weights, mode: str, device: str) -> Any:
     """The mode's runner; an export mode's from its artifact, exported first."""
     if frameworks.is_export_mode(framework, mode):
         artifact = exported(framework, spec, weights, mode, device)
-        return adapter(framework).build(spec, None, mode, device, artifact=artifact)
+        return mode_adapter(framework, mode).build(spec, None, mode, device, artifact=artifact)
     return adapter(framework).build(spec, weights, mode, device)
 
 

@@ -28,11 +28,10 @@ def validated(override: dict) -> dict:
 def test_default_config_is_valid_and_is_the_documented_sweep():
     config = validated({})
     assert config["frameworks"] == ["torch", "jax", "tensorflow"]
-    # the export modes (torch aoti, jax export) are laid on by config/deploy.yaml for now
-    assert config["modes"] == {
-        "torch": ["eager", "compiled"],
-        "jax": ["eager", "jit"],
-        "tensorflow": ["eager", "function", "xla"],
+    assert config["modes"] == {  # the deployment paths too
+        "torch": ["eager", "compiled", "aoti", "onnxrt"],
+        "jax": ["eager", "jit", "export"],
+        "tensorflow": ["eager", "function", "xla", "litert", "onnxrt"],
     }
     assert config["architectures"] == ["mlp", "cnn", "rnn", "lstm", "transformer"]
     assert config["batch_sizes"] == [1, 8, 32, 128]

@@ -87,9 +87,11 @@ def test_env_pins_are_the_versions_requirements_txt_pins(env_file):
             assert version is not None, f"{env_file.name}: {name} unpinned, requirements pin it"
             assert public(version) == pins[name], f"{env_file.name}: {name}=={version}"
         else:
-            # Beyond requirements.txt, an env pins only JAX's CUDA plugin, at JAX's version.
+            # Beyond requirements.txt, an env pins only the GPU twins of what it pins: JAX's
+            # CUDA plugin at JAX's version, onnxruntime-gpu at onnxruntime's.
             plugin = name.startswith("jax-cuda") and version == env.get("jax")
-            assert version is None or plugin, (
+            gpu_runtime = name == "onnxruntime-gpu" and version == pins.get("onnxruntime")
+            assert version is None or plugin or gpu_runtime, (
                 f"{env_file.name} pins {name}=={version}, which requirements.txt does not pin"
             )
 

@@ -16,7 +16,12 @@ def test_every_package_holds_its_info_under_its_own_name() -> None:
     for name, info in frameworks.FRAMEWORKS.items():
         assert isinstance(info, FrameworkInfo) and info.name == name
         assert frameworks.MODES[name] == info.modes and info.modes[0] == "eager"
-        assert frameworks.DISTRIBUTIONS[name] == (info.distributions, info.recorded)
+        by_mode = [d for ds in info.mode_distributions.values() for d in ds]
+        assert frameworks.DISTRIBUTIONS[name] == (
+            info.distributions,
+            (*info.recorded, *dict.fromkeys(by_mode)),
+        )
+        assert set(info.runtime_modes) <= set(info.export_modes) <= set(info.modes)
 
 
 def test_the_pre_import_environment_is_each_frameworks_own_per_device() -> None:

@@ -14,6 +14,15 @@ MAX_LINES = 300
 MAX_FUNCTION_LINES = 60
 FRAMEWORK_IMPORTS = {"torch": "torch", "jax": "jax", "jaxlib": "jax", "optax": "jax"}
 FRAMEWORK_IMPORTS |= {"tensorflow": "tensorflow", "keras": "tensorflow"}
+# A deployment runtime's package is imported by its own module alone; an exporter by the
+# export part of the framework it converts from.
+RUNTIME_IMPORTS = {
+    "onnxruntime": "fwbench.runtimes.onnxrt",
+    "onnx": "fwbench.runtimes.onnxrt",
+    "ai_edge_litert": "fwbench.runtimes.litert",
+    "tf2onnx": "fwbench.frameworks.tensorflow.export",
+    "onnxscript": "fwbench.frameworks.torch.export",
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -160,6 +169,19 @@ def test_a_framework_is_imported_only_in_its_own_adapter_package(module):
         owner = FRAMEWORK_IMPORTS.get(name.split(".")[0])
         if owner:
             assert module.startswith(f"fwbench.frameworks.{owner}"), f"{module} imports {name}"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_a_runtime_or_exporter_is_imported_only_in_its_own_module(module):
+    for name in _imports(MODULES[module]):
+        owner = RUNTIME_IMPORTS.get(name.split(".")[0])
+        assert owner in (None, module), f"{module} imports {name} (only {owner} may)"
+
+
+def test_no_runtime_module_imports_a_framework():
+    for module in (m for m in MODULES if m.startswith("fwbench.runtimes")):
+        frameworks = {n for n in _imports(MODULES[module]) if n.split(".")[0] in FRAMEWORK_IMPORTS}
+        assert not frameworks, f"{module} imports {frameworks}: a runtime cell runs without it"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

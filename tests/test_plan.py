@@ -8,7 +8,6 @@ import time
 from dataclasses import fields
 
 import pytest
-import yaml
 
 from fwbench.plan import CellRequest, paths, refuse_moved_keys
 from fwbench.plan.versions import env_file, versions_source
@@ -36,12 +35,10 @@ def test_the_smoke_sweep_is_every_framework_mode_architecture_and_batch():
     assert plan.cell_files[0].startswith("results/cells/local/")
 
 
-def test_the_default_sweep_has_140_cells_and_the_deploy_overlay_180_and_10_artifacts():
-    assert len(plan_of(base=DEFAULT).cells) == 140 and not plan_of(base=DEFAULT).exports
-    deploy = yaml.safe_load((REPO / "config/deploy.yaml").read_text())
-    plan = plan_of(deploy, base=DEFAULT)
-    assert len(plan.cells) == 180  # 9 variants × 5 architectures × 4 batches
-    assert len(plan.exports) == 10  # 2 export modes × 5 architectures, for every batch
+def test_the_default_sweep_has_240_cells_and_25_artifacts():
+    plan = plan_of(base=DEFAULT)
+    assert len(plan.cells) == 240  # 12 variants × 5 architectures × 4 batches
+    assert len(plan.exports) == 25  # 5 export modes × 5 architectures, for every batch
 
 
 def _multi(plan) -> dict[tuple, list[int]]:
@@ -57,11 +54,11 @@ def _multi(plan) -> dict[tuple, list[int]]:
 def test_by_default_half_of_each_architectures_batches_get_a_second_process():
     plan = plan_of(base=DEFAULT)
     chosen = _multi(plan)
-    assert len(chosen) == 35 and {len(batches) for batches in chosen.values()} == {2}
-    assert len(plan.cell_files) == 140 + 70
+    assert len(chosen) == 60 and {len(batches) for batches in chosen.values()} == {2}
+    assert len(plan.cell_files) == 240 + 120
     assert len({tuple(batches) for batches in chosen.values()}) > 1, "the same batches everywhere"
     every = plan_of({"bench": {"multi_process_share": 1}}, base=DEFAULT)
-    assert len(every.cell_files) == 280
+    assert len(every.cell_files) == 480
     assert plan_of({"bench": {"processes": 1}}, base=DEFAULT).cell_files == [
         paths.cell_file(c) for c in plan.cells
     ]

@@ -32,8 +32,27 @@ EXPORT_PART = "export"
 # Per framework: (the distributions whose first installed one's version names its results,
 # the others whose versions are recorded with them).
 DISTRIBUTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    name: (info.distributions, info.recorded) for name, info in FRAMEWORKS.items()
+    name: (
+        info.distributions,
+        (*info.recorded, *dict.fromkeys(d for ds in info.mode_distributions.values() for d in ds)),
+    )
+    for name, info in FRAMEWORKS.items()
 }
+
+
+def mode_versions(framework: str, mode: str, versions: dict[str, str]) -> dict[str, str]:
+    """The part of a framework's recorded versions that a mode's cells and artifacts depend
+    on: all but the distributions only the framework's other modes use (an ONNX Runtime
+    upgrade reruns the onnxrt cells alone)."""
+    own = framework_info(framework).mode_distributions
+    others = {d for m, ds in own.items() if m != mode for d in ds} - set(own.get(mode, ()))
+    return {name: version for name, version in versions.items() if name not in others}
+
+
+def runtime_of(framework: str, mode: str) -> str | None:
+    """The deployment runtime package (fwbench.runtimes.<name>) a mode's cells run in; None
+    for the modes the framework itself runs."""
+    return framework_info(framework).runtime_modes.get(mode)
 
 
 def framework_info(framework: str) -> FrameworkInfo:
@@ -128,6 +147,17 @@ def load(framework: str, part: str = "infer") -> ModuleType:
     if part not in (*PARTS, EXPORT_PART):
         raise ValueError(f"unknown part {part!r} of a framework package; known: {', '.join(PARTS)}")
     return importlib.import_module(f"fwbench.frameworks.{framework}.{part}")
+
+
+def load_inference(framework: str, mode: str) -> object:
+    """The inference adapter (frameworks.protocols.InferenceAdapter) a mode's cells run: the
+    framework's `infer` part, or for a runtime mode the runtime's adapter for that framework's
+    artifacts (which imports the runtime and not the framework)."""
+    check_framework_mode(framework, mode)
+    runtime = runtime_of(framework, mode)
+    if runtime is None:
+        return load(framework)
+    return importlib.import_module(f"fwbench.runtimes.{runtime}").adapter(framework)
 
 
 def compile_cache_env(framework: str) -> tuple[str, ...]:

@@ -35,6 +35,13 @@ class FrameworkInfo:
     # The modes whose cells run an exported artifact (the framework's `export` part writes it
     # in an export job; the cell loads and times it): the deployment paths.
     export_modes: tuple[str, ...] = ()
+    # The export modes whose cells run in a deployment runtime rather than the framework
+    # (mode -> the runtime package fwbench.runtimes.<runtime>; its cells never import the
+    # framework), and per mode the distributions its artifacts and cells depend on besides
+    # the framework's own: recorded with them, and only that mode's cells rerun when they
+    # change.
+    runtime_modes: Mapping[str, str] = field(default_factory=dict)
+    mode_distributions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Its hardware probe is a frameworks.protocols.StreamProbe: it runs STREAM and the
     # working-set sweep on CUDA, and names the GPU.
     stream_probe: bool = False

@@ -7,6 +7,7 @@ framework is imported, so `run_cell` does it first and imports the adapter after
 from __future__ import annotations
 
 import functools
+import math
 import os
 import time
 import traceback
@@ -51,7 +52,7 @@ def _measure(request: CellRequest, cell: Cell) -> None:
     spec = build_spec(request.arch, request.dims)
     cell.scalars |= _analytic_cost(spec, request.batch)
     start = time.perf_counter()
-    adapter = frameworks.load(request.framework)
+    adapter = frameworks.load_inference(request.framework, request.mode)
     cell.attrs["import_s"] = time.perf_counter() - start
     cell.attrs["framework_threads"] = adapter.set_threads(request.threads)
     if request.inject_failure:
@@ -169,8 +170,11 @@ def _timing_scalars(timing: Timing) -> dict[str, float]:
 
 
 def _null_call_s(adapter: Any, request: CellRequest) -> float:
-    """The framework's dispatch floor, timed after the cell's samples."""
+    """The framework's (or runtime's) dispatch floor, timed after the cell's samples; NaN
+    where the runtime has no one-op model to run (runtimes.litert says why)."""
     floor = adapter.null_call(request.device)
+    if floor is None:
+        return math.nan
     null = time_calls(
         floor.call, floor.sync, NULL_WARMUP, NULL_REPEATS, quiet_probe_s=0.0, context=floor.context
     )
@@ -219,6 +223,7 @@ def _new_cell(request: CellRequest, threads_info: dict[str, Any], cache_note: st
         "system": request.system,
         **provenance.node_identity(request.device),
         "threads": threads_info,
+        "dims": dict(request.dims),
         "warmup": request.warmup,
         "process": request.process,
         "config_hash": request.settings_hash(),

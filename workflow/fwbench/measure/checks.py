@@ -5,7 +5,8 @@
 - FLOPs: the framework's own counter against the analytic cost model (fwbench.model.cost).
 
 A model that fails to build or run becomes a row that says so (pass False, the message in
-`error` or `note`), never a crashed job. The framework is imported through frameworks.load only.
+`error` or `note`), never a crashed job. The framework is imported through frameworks.load
+only (an artifact of a runtime mode runs in its runtime, frameworks.load_inference).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ FLOPS_COLUMNS = (
 # A counter within this fraction of the analytic matmul FLOPs agrees with the cost model.
 FLOPS_AGREEMENT = 0.05
 CHECK_DEVICE = "cpu"
+# A deployment runtime takes its threads explicitly (never its default); a check is not timed.
+CHECK_RUNTIME_THREADS = 1
 
 
 def _error_text(error: BaseException) -> str:
@@ -91,6 +94,9 @@ def _runner(
     if manifest is None:
         raise ValueError(f"{framework}/{mode} on {arch}: no artifact manifest given")
     device = read_manifest(manifest)["device"]
+    if frameworks.runtime_of(framework, mode):  # a deployment runtime runs the artifact
+        adapter = frameworks.load_inference(framework, mode)
+        adapter.set_threads(CHECK_RUNTIME_THREADS)
     return adapter.build(spec, None, mode, device, artifact=artifact_of(manifest))
 
 

@@ -64,7 +64,7 @@ class ExportPlan:
 
     def model_fields(self, wildcards: Mapping[str, Any]) -> dict[str, Any]:
         """What a cell's and an artifact's request share: the system and its placement, the
-        framework, mode and model, the seed, and the framework's versions."""
+        framework, mode and model, the seed, and the versions the mode depends on."""
         fw, arch = wildcards["framework"], wildcards["arch"]
         system = self.systems[wildcards["system"]]
         return dict(
@@ -77,5 +77,7 @@ class ExportPlan:
             seed=self.config["seed"],
             device=system.device,
             threads=system.threads,
-            versions=self.versions[(system.name, fw)],
+            versions=frameworks.mode_versions(
+                fw, wildcards["mode"], self.versions[(system.name, fw)]
+            ),
         )

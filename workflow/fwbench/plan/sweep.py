@@ -200,7 +200,9 @@ class Plan(ExportPlan):
                 f"training mode {wildcards['mode']!r} is not configured for {fw} "
                 f"(train.modes.{fw}: {modes[fw]})"
             )
-        return self.versions[(wildcards["system"], fw)]
+        return frameworks.mode_versions(
+            fw, wildcards["mode"], self.versions[(wildcards["system"], fw)]
+        )
 
     def table_files(self, name: str) -> list[str]:
         """A summary table's path for every system, in the systems' order."""

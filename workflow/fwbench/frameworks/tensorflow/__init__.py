@@ -1,5 +1,5 @@
 """The tensorflow package: the only modules that import tensorflow (infer, models, train,
-hardware). This file does not: it holds tensorflow's FrameworkInfo."""
+hardware, export). This file does not: it holds tensorflow's FrameworkInfo."""
 
 from fwbench.frameworks.info import FrameworkInfo
 
@@ -7,8 +7,16 @@ _ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 
 INFO = FrameworkInfo(
     name="tensorflow",
-    modes=("eager", "function", "xla"),
+    modes=("eager", "function", "xla", "litert", "onnxrt"),
     distributions=("tensorflow-cpu", "tensorflow"),
     recorded=("keras",),
+    # the TFLite converter -> LiteRT's interpreter; tf2onnx -> ONNX Runtime
+    # (frameworks.tensorflow.export, runtimes.litert, runtimes.onnxrt)
+    export_modes=("litert", "onnxrt"),
+    runtime_modes={"litert": "litert", "onnxrt": "onnxrt"},
+    mode_distributions={
+        "litert": ("ai-edge-litert",),
+        "onnxrt": ("onnxruntime", "onnxruntime-gpu", "onnx", "tf2onnx"),
+    },
     pre_import_env={"cpu": _ENV | {"CUDA_VISIBLE_DEVICES": ""}, "cuda": _ENV},
 )

@@ -22,8 +22,7 @@ import numpy as np
 from fwbench.frameworks import check_threads
 from fwbench.frameworks.base import BaseRunner, check_device
 from fwbench.frameworks.protocols import CompileInfo, NullCall
-from fwbench.frameworks.tensorflow.models import build_model, tf
-from fwbench.model.specs import CNNSpec
+from fwbench.frameworks.tensorflow.models import build_model, tf, to_layout
 from fwbench.model.weights import Weights
 
 # What the TF profiler counts: matmuls, convolutions and bias adds (not activations).
@@ -119,9 +118,7 @@ class TensorFlowRunner(BaseRunner):
 
     def to_device(self, x: np.ndarray) -> tf.Tensor:
         """A float32 tensor on the device (NHWC for the CNN)."""
-        if isinstance(self.spec, CNNSpec):
-            x = x.transpose(0, 2, 3, 1)
-        host = np.ascontiguousarray(x, dtype=np.float32)
+        host = to_layout(self.spec, x)
         with tf.device(self._device_name):
             prepared = tf.identity(tf.constant(host))
         self.sync(prepared)

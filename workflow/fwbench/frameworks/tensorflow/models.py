@@ -186,6 +186,13 @@ def _load_transformer(model: keras.Model, spec: TransformerSpec, weights: Weight
     _assign(model.get_layer("head"), _dense_weights(weights, "head"))
 
 
+def to_layout(spec: ArchSpec, x: np.ndarray) -> np.ndarray:
+    """A neutral-layout input in the layout the Keras model takes: NHWC images."""
+    if isinstance(spec, CNNSpec):
+        x = x.transpose(0, 2, 3, 1)
+    return np.ascontiguousarray(x, dtype=np.float32)
+
+
 def build_model(spec: ArchSpec, weights: Weights, allow_cudnn: bool = True) -> keras.Model:
     """The Keras model of `spec` holding `weights`; CNN inputs are NHWC, all others neutral.
 

@@ -5,13 +5,17 @@ from fwbench.frameworks.info import FrameworkInfo
 
 INFO = FrameworkInfo(
     name="torch",
-    modes=("eager", "compiled", "aoti"),
+    modes=("eager", "compiled", "aoti", "onnxrt"),
     distributions=("torch",),
     # torch.compile's arguments, and inductor's freezing (frameworks.torch.infer)
     compile_options=("mode", "fullgraph", "dynamic", "freezing"),
     compile_modes=("compiled",),
     compiled_variant=r"compiled_[a-z0-9_]+",
     compile_cache_env=("TORCHINDUCTOR_CACHE_DIR",),  # inductor's FX graph and code caches
-    export_modes=("aoti",),  # torch.export -> AOTInductor package (frameworks.torch.export)
+    # torch.export -> AOTInductor package; torch.onnx.export(dynamo=True) -> ONNX Runtime
+    # (frameworks.torch.export, runtimes.onnxrt)
+    export_modes=("aoti", "onnxrt"),
+    runtime_modes={"onnxrt": "onnxrt"},
+    mode_distributions={"onnxrt": ("onnxruntime", "onnxruntime-gpu", "onnx", "onnxscript")},
     stream_probe=True,
 )

@@ -1,10 +1,13 @@
-"""The torch export adapter (frameworks.protocols.ExportAdapter): mode `aoti`.
+"""The torch export adapter (frameworks.protocols.ExportAdapter): modes `aoti` and `onnxrt`.
 
-torch.export traces the eval module with a dynamic batch dimension, then AOTInductor compiles
-the exported program into a package (`.pt2`: the generated C++/kernels and the weights), which
-`torch._inductor.aoti_load_package` loads in the cell (frameworks.torch.infer). On the CPU
-inductor's freezing is on, as the AOTInductor docs advise there (weights folded into the
-compiled code as constants).
+Both trace the eval module with torch.export and a dynamic batch dimension.
+- aoti: AOTInductor compiles the exported program into a package (`.pt2`: the generated
+  C++/kernels and the weights), which `torch._inductor.aoti_load_package` loads in the cell
+  (frameworks.torch.infer). On the CPU inductor's freezing is on, as the AOTInductor docs
+  advise there (weights folded into the compiled code as constants).
+- onnxrt: torch.onnx.export(..., dynamo=True) (the torch.export-based exporter, onnxscript's
+  translation, its graph optimizations on) writes one .onnx file with the weights inside;
+  ONNX Runtime runs it (runtimes.onnxrt).
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from fwbench.frameworks.torch.models import build_module
 from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
 
-SUFFIX = ".pt2"
+SUFFIXES = {"aoti": ".pt2", "onnxrt": ".onnx"}
 # torch.export specializes a dimension whose example size is 0 or 1: the example has 2 rows.
 EXAMPLE_BATCH = 2
 
@@ -29,21 +32,59 @@ def _freezing(device: str) -> bool:
 
 
 def export(spec: ArchSpec, weights: Weights, mode: str, device: str, stem: str) -> Exported:
-    if mode != "aoti":
-        raise ValueError(f"torch has no export mode {mode!r}; its export mode: aoti")
-    from torch._inductor import aoti_compile_and_package
-
+    if mode not in SUFFIXES:
+        raise ValueError(f"torch has no export mode {mode!r}; its export modes: aoti, onnxrt")
     module = build_module(spec, weights).to(device).eval()
     example = torch.zeros(spec.input_shape(EXAMPLE_BATCH), dtype=torch.float32, device=device)
     batch = torch.export.Dim("batch", min=1)
+    if mode == "onnxrt":
+        return _onnx(module, example, batch, stem + SUFFIXES[mode])
+    return _aoti(module, example, batch, stem + SUFFIXES[mode], device)
+
+
+def _onnx(module: torch.nn.Module, example: torch.Tensor, batch: Any, path: str) -> Exported:
+    with torch.no_grad():
+        start = time.perf_counter()
+        program = torch.onnx.export(
+            module,
+            (example,),
+            path,
+            dynamo=True,
+            dynamic_shapes=({0: batch},),
+            input_names=["x"],
+            output_names=["y"],
+            external_data=False,
+        )
+        exported = time.perf_counter()
+    return Exported(
+        file=path,
+        how="torch.onnx.export(module.eval(), dynamo=True, dynamic batch)",
+        details={
+            "dynamic": "batch (dim 0, min 1)",
+            "torch": torch.__version__,
+            "example_batch": EXAMPLE_BATCH,
+            "opset": _opset(program),
+            "export_s": exported - start,
+        },
+    )
+
+
+def _opset(program: Any) -> int | None:
+    imports = getattr(getattr(program, "model", None), "opset_imports", {}) or {}
+    return imports.get("")
+
+
+def _aoti(
+    module: torch.nn.Module, example: torch.Tensor, batch: Any, path: str, device: str
+) -> Exported:
+    from torch._inductor import aoti_compile_and_package
+
     configs: dict[str, Any] = {"freezing": _freezing(device)}
     with torch.no_grad():
         start = time.perf_counter()
         program = torch.export.export(module, (example,), dynamic_shapes=({0: batch},))
         traced = time.perf_counter()
-        path = aoti_compile_and_package(
-            program, package_path=stem + SUFFIX, inductor_configs=configs
-        )
+        path = aoti_compile_and_package(program, package_path=path, inductor_configs=configs)
         compiled = time.perf_counter()
     return Exported(
         file=str(path),

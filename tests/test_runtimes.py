@@ -1,0 +1,191 @@
+"""Deployment runtimes (fwbench.runtimes): the artifact's layout read from the artifact, the
+versions each runtime mode depends on, the threads each session gets, and every path end to
+end: export job → checks against the reference → a timed cell, or the export's recorded
+reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fwbench import frameworks
+from fwbench.io.artifact_file import read_manifest
+from fwbench.io.cell_file import read_cell
+from fwbench.plan import paths
+from fwbench.runtimes.layout import permutation
+
+from plans import plan_of
+
+DIMS = {
+    "mlp": {"input": 16, "hidden": [8], "classes": 4},
+    "cnn": {
+        "channels": 3,
+        "height": 8,
+        "width": 6,
+        "conv_channels": [4],
+        "kernel": 3,
+        "dense": [8],
+        "classes": 4,
+    },
+    "lstm": {"input": 5, "hidden": 6, "layers": 1, "seq_len": 4, "classes": 3},
+}
+PATHS = [("torch", "onnxrt"), ("tensorflow", "onnxrt"), ("tensorflow", "litert")]
+RUNTIME_NAMES = {"onnxrt": "ONNX Runtime", "litert": "LiteRT"}
+THREADS_KEYS = {"onnxrt": "onnxruntime.intra_op_num_threads", "litert": "litert.num_threads"}
+
+
+# ---- the artifact's layout -----------------------------------------------------------------
+
+
+def test_the_layout_is_read_from_the_artifacts_input_shape():
+    assert permutation((2, 16), (None, 16)) == (0, 1)
+    assert permutation((2, 3, 8, 6), (None, 3, 8, 6)) == (0, 1, 2, 3)
+    assert permutation((2, 3, 8, 6), (None, 8, 6, 3)) == (0, 2, 3, 1)  # TensorFlow's NHWC
+    assert permutation((2, 4, 5), (4, None, 5)) == (1, 0, 2)  # time-major
+    assert permutation((2, 4, 5), (2, 4, 5)) == (0, 1, 2)  # a static batch that fits
+
+
+def test_an_artifact_input_of_no_known_layout_is_refused_naming_both_shapes():
+    with pytest.raises(ValueError, match=r"\[None, 7\] is no known layout .* \[2, 16\]"):
+        permutation((2, 16), (None, 7))
+    with pytest.raises(ValueError, match="no known layout"):
+        permutation((3, 16), (2, 16))  # the artifact's batch is fixed at another size
+
+
+# ---- versions and registry -----------------------------------------------------------------
+
+
+def test_a_runtimes_version_is_part_of_its_modes_requests_only():
+    versions = {"torch": "2.13.0", "onnxruntime": "1.31.1", "onnx": "1.23.2", "onnxscript": "0.7"}
+    assert frameworks.mode_versions("torch", "onnxrt", versions) == versions
+    assert frameworks.mode_versions("torch", "eager", versions) == {"torch": "2.13.0"}
+    assert frameworks.mode_versions("torch", "aoti", versions) == {"torch": "2.13.0"}
+    tf = {"tensorflow-cpu": "2.21.0", "keras": "3", "ai-edge-litert": "2.3.0", "tf2onnx": "1.17"}
+    assert "ai-edge-litert" not in frameworks.mode_versions("tensorflow", "onnxrt", tf)
+    assert "tf2onnx" not in frameworks.mode_versions("tensorflow", "litert", tf)
+    assert frameworks.mode_versions("tensorflow", "xla", tf) == {
+        "tensorflow-cpu": "2.21.0",
+        "keras": "3",
+    }
+
+
+def test_an_onnxruntime_upgrade_changes_the_onnxrt_requests_alone():
+    config = {
+        "frameworks": ["torch"],
+        "modes": {"torch": ["eager", "onnxrt"]},
+        "architectures": ["mlp"],
+        "batch_sizes": [1],
+    }
+    cell = {"system": "local", "framework": "torch", "arch": "mlp", "batch": 1}
+    requests = {}
+    for ort in ("1.31.1", "1.32.0"):
+        plan = plan_of(config, versions={"torch": {"torch": "2.13.0", "onnxruntime": ort}})
+        requests[ort] = {
+            mode: plan.cell_request(cell | {"version": "2.13.0", "mode": mode}).settings_hash()
+            for mode in ("eager", "onnxrt")
+        }
+    assert requests["1.31.1"]["eager"] == requests["1.32.0"]["eager"]
+    assert requests["1.31.1"]["onnxrt"] != requests["1.32.0"]["onnxrt"]
+
+
+def test_a_runtime_modes_cells_load_the_runtime_not_the_framework():
+    pytest.importorskip("onnxruntime")
+    adapter = frameworks.load_inference("torch", "onnxrt")
+    assert type(adapter).__module__ == "fwbench.runtimes.base"
+    assert frameworks.load_inference("torch", "eager").__name__ == "fwbench.frameworks.torch.infer"
+    with pytest.raises(RuntimeError, match="set_threads before build"):
+        adapter.build(None, None, "onnxrt", "cpu", artifact="x.onnx")
+
+
+def test_an_onnx_runtime_session_gets_exactly_the_cells_threads():
+    pytest.importorskip("onnxruntime")
+    from fwbench.runtimes import onnxrt
+
+    settings = onnxrt.thread_settings(3)
+    assert settings["onnxruntime.intra_op_num_threads"] == 3
+    assert settings["onnxruntime.inter_op_num_threads"] == 1
+    assert settings["onnxruntime.execution_mode"] == "sequential"
+    assert settings["onnxruntime.allow_spinning"] == "1"
+    floor = onnxrt.null_call("cpu", 1)
+    assert float(floor.call()[0][0]) == 1.0  # the one-Add model: 0 + 1
+
+
+# ---- every path, end to end ----------------------------------------------------------------
+
+
+def _config(framework: str, mode: str, archs: list[str]) -> dict:
+    return {
+        "frameworks": [framework],
+        "modes": {framework: ["eager", mode]},
+        "architectures": archs,
+        "dims": {arch: DIMS[arch] for arch in archs},
+        "batch_sizes": [1, 3],
+        "bench": {"warmup": 1, "repeats": 3, "min_sample_s": 0.0, "processes": 1},
+    }
+
+
+@pytest.fixture
+def no_pinning(monkeypatch):
+    from fwbench.measure import bench, export
+
+    for module in (bench, export):
+        monkeypatch.setattr(module, "setup_threads", lambda threads: {"threads": threads})
+
+
+def _export_and_cell(tmp_path: Path, framework: str, mode: str, arch: str):
+    """The export job's manifest, and the cell at batch 3 that runs its artifact."""
+    from fwbench.measure.bench import run_cell
+    from fwbench.measure.export import run_export
+
+    plan = plan_of(_config(framework, mode, [arch]))
+    wildcards = {"system": "local", "framework": framework, "mode": mode, "arch": arch}
+    wildcards["version"] = plan.version("local", framework)
+    export = plan.export_request(wildcards)
+    export.lock = str(tmp_path / "lock")
+    manifest = tmp_path / paths.artifact_manifest(wildcards)
+    run_export(export, manifest)
+    request = plan.cell_request(wildcards | {"batch": 3})
+    request.lock, request.artifact = str(tmp_path / "lock"), str(manifest)
+    run_cell(request, tmp_path / "b3.nc")
+    return manifest, read_cell(tmp_path / "b3.nc")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("framework", "mode"), PATHS)
+@pytest.mark.parametrize("arch", ["mlp", "cnn"])
+def test_each_runtime_path_exports_checks_and_times_its_artifact(
+    tmp_path, no_pinning, framework, mode, arch
+):
+    from fwbench.measure import checks
+
+    manifest, cell = _export_and_cell(tmp_path, framework, mode, arch)
+    document = read_manifest(manifest)
+    assert document["status"] == "ok", document.get("error_message")
+    assert cell.attrs["status"] == "ok", cell.attrs.get("error_message")
+    assert np.isfinite(cell["latency_s"]).all() and float(cell["compiled"]) == 1.0
+    assert RUNTIME_NAMES[mode] in cell.attrs["compile_how"]
+    assert f'{THREADS_KEYS[mode]}": 1' in cell.attrs["framework_threads"]  # the cell's, exactly
+    rows = checks.equivalence_rows(
+        framework=framework,
+        archs=[arch],
+        dims=DIMS,
+        seed=0,
+        batch=2,
+        tolerance=1e-4,
+        modes=[mode],
+        artifacts=checks.artifacts_by_cell([str(manifest)]),
+    )
+    assert rows[0]["pass"], rows
+
+
+@pytest.mark.slow
+def test_a_recurrence_litert_cannot_convert_is_a_recorded_failure_with_the_converters_reason(
+    tmp_path, no_pinning
+):
+    manifest, cell = _export_and_cell(tmp_path, "tensorflow", "litert", "lstm")
+    document = read_manifest(manifest)
+    assert document["status"] == "failed" and document["error_type"] == "ConverterError"
+    assert "TensorList" in document["error_message"]
+    assert cell.attrs["status"] == "failed" and "the export failed" in cell.attrs["error_message"]

@@ -1,0 +1,85 @@
+"""The tensorflow export adapter (frameworks.protocols.ExportAdapter): modes `litert` and
+`onnxrt`.
+
+Both start from the same Keras model (frameworks.tensorflow.models) wrapped in a tf.function
+with an explicit input signature, its batch axis None (Keras 3 models have no signature of
+their own for the converters to find):
+- litert: the TFLite converter (tf.lite.TFLiteConverter.from_concrete_functions), builtin
+  ops only, no optimizations (float32, no quantization), so a model that needs Flex (TF) ops
+  fails here with the converter's message; LiteRT's interpreter runs it (runtimes.litert).
+- onnxrt: tf2onnx.convert.from_function at ONNX opset OPSET; ONNX Runtime runs it
+  (runtimes.onnxrt).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fwbench.frameworks.protocols import Exported
+from fwbench.frameworks.tensorflow.models import build_model, tf, to_layout
+from fwbench.model.specs import ArchSpec
+from fwbench.model.weights import Weights
+
+SUFFIXES = {"litert": ".tflite", "onnxrt": ".onnx"}
+OPSET = 17
+
+
+def _signature(spec: ArchSpec) -> tf.TensorSpec:
+    """The model's input in TF's layout, the batch axis None (a dynamic batch)."""
+    import numpy as np
+
+    shape = to_layout(spec, np.zeros(spec.input_shape(1), np.float32)).shape
+    return tf.TensorSpec((None, *shape[1:]), tf.float32, name="x")
+
+
+def _function(spec: ArchSpec, weights: Weights) -> tuple[Any, tf.TensorSpec]:
+    model = build_model(spec, weights, allow_cudnn=False)
+    signature = _signature(spec)
+    forward = tf.function(lambda x: model(x, training=False), input_signature=[signature])
+    return forward, signature
+
+
+def _litert(spec: ArchSpec, weights: Weights, path: str) -> dict[str, Any]:
+    forward, signature = _function(spec, weights)
+    converter = tf.lite.TFLiteConverter.from_concrete_functions(
+        [forward.get_concrete_function()], forward
+    )
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    with open(path, "wb") as handle:
+        handle.write(converter.convert())
+    return {
+        "converter": "tf.lite.TFLiteConverter.from_concrete_functions",
+        "supported_ops": "TFLITE_BUILTINS (no Flex ops)",
+        "optimizations": "none (float32)",
+        "input_signature": str(signature.shape),
+    }
+
+
+def _onnxrt(spec: ArchSpec, weights: Weights, path: str) -> dict[str, Any]:
+    import tf2onnx
+
+    forward, signature = _function(spec, weights)
+    tf2onnx.convert.from_function(
+        forward, input_signature=[signature], opset=OPSET, output_path=path
+    )
+    return {
+        "converter": "tf2onnx.convert.from_function",
+        "tf2onnx": tf2onnx.__version__,
+        "opset": OPSET,
+        "input_signature": str(signature.shape),
+    }
+
+
+def export(spec: ArchSpec, weights: Weights, mode: str, device: str, stem: str) -> Exported:
+    if mode not in SUFFIXES:
+        raise ValueError(
+            f"tensorflow has no export mode {mode!r}; its export modes: litert, onnxrt"
+        )
+    path = stem + SUFFIXES[mode]
+    with tf.device("/GPU:0" if device == "cuda" else "/CPU:0"):
+        details = (_litert if mode == "litert" else _onnxrt)(spec, weights, path)
+    return Exported(
+        file=path,
+        how=f"{details['converter']}(tf.function(Keras model), batch None)",
+        details=details | {"tensorflow": tf.__version__, "dynamic": "batch (dim 0)"},
+    )
