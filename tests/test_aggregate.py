@@ -164,6 +164,23 @@ def test_two_versions_of_one_framework_raise_naming_both_paths(tmp_path):
     assert str(old) in str(error.value) and str(new) in str(error.value)
 
 
+def test_a_runtime_only_one_mode_uses_joins_the_frameworks_versions(tmp_path):
+    eager = make_cell("torch", "eager", version="2.13.0")
+    onnxrt = make_cell("torch", "onnxrt", version="2.13.0")
+    onnxrt.attrs["versions"] = {"torch": "2.13.0", "onnxruntime": "1.31.1"}
+    ds = aggregate_cells([write(tmp_path, eager), write(tmp_path, onnxrt)])
+    versions = json.loads(ds["versions"].sel(system="local", framework="torch").item())
+    assert versions == {"onnxruntime": "1.31.1", "torch": "2.13.0"}
+
+
+def test_two_versions_of_one_runtime_raise_naming_the_runtime(tmp_path):
+    cells = [make_cell("torch", "onnxrt", batch=b, version="2.13.0") for b in (1, 8)]
+    for cell, runtime in zip(cells, ("1.31.1", "1.30.0"), strict=True):
+        cell.attrs["versions"] = {"torch": "2.13.0", "onnxruntime": runtime}
+    with pytest.raises(ValueError, match="disagree on onnxruntime: '1.31.1'.*'1.30.0'"):
+        aggregate_cells([write(tmp_path, cell) for cell in cells])
+
+
 def test_cells_of_two_devices_on_one_system_raise(tmp_path):
     here = write(tmp_path, make_cell("torch", "eager"))
     there = write(tmp_path, make_cell("jax", "jit", device="cuda"))

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import subprocess
+import sys
 
+import pytest
+
+from fwbench import frameworks
 from fwbench.measure import compile_cache
 
 from fake_adapter import request
@@ -39,5 +44,15 @@ def test_later_processes_start_from_a_copy_of_process_zeros_cache(tmp_path, monk
 
 
 def test_a_framework_without_an_on_disk_cache_records_none():
-    jax_cell = dataclasses.replace(request(), framework="jax")
-    assert compile_cache.prepare(jax_cell, "/nonexistent") == ({}, compile_cache.NONE)
+    tf_cell = dataclasses.replace(request(), framework="tensorflow")
+    assert compile_cache.prepare(tf_cell, "/nonexistent") == ({}, compile_cache.NONE)
+
+
+def test_jax_keeps_its_persistent_compilation_cache_for_every_executable(tmp_path):
+    # jax reads these variables (its config flags' names, upper-cased): a quick jit is kept
+    pytest.importorskip("jax")
+    (name,) = frameworks.compile_cache_env("jax")
+    env = os.environ | frameworks.pre_import_env("jax", "cpu") | {name: str(tmp_path)}
+    code = "import jax, jax.numpy as j; jax.jit(lambda x: j.tanh(x) * 3)(j.ones(4))"
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
+    assert any("jit__lambda" in path.name for path in tmp_path.iterdir())

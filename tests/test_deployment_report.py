@@ -78,8 +78,10 @@ def test_the_support_matrix_gives_a_converters_reason_without_its_source_locatio
         "status": "failed",
         "error_type": "ConverterError",
         "error_message": "/x/tracing.py:283:1: error: 'tf.TensorListReserve' op requires a "
-        "static element_shape",
+        "static element_shape\n        concrete_function = _create(\n^\n/x/f.py:1:1: note: ...",
     }
     matrix = support_matrix([failed, failed | {"arch": "mlp", "status": "ok"}])
-    assert "failed: ConverterError: 'tf.TensorListReserve' op requires" in matrix
+    reason = "failed: ConverterError: 'tf.TensorListReserve' op requires a static element_shape |"
+    assert reason in matrix
+    assert "concrete_function" not in matrix and "note:" not in matrix
     assert "tracing.py" not in matrix and "| mlp | exported |" in matrix

@@ -29,6 +29,8 @@ def test_the_pre_import_environment_is_each_frameworks_own_per_device() -> None:
     assert frameworks.pre_import_env("jax", "cpu") == {
         "JAX_PLATFORMS": "cpu",
         "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+        "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+        "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0",
     }
     assert frameworks.pre_import_env("jax", "cuda")["JAX_PLATFORMS"] == "cuda"
     assert frameworks.pre_import_env("tensorflow", "cpu")["CUDA_VISIBLE_DEVICES"] == ""

@@ -5,6 +5,9 @@ reason."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -126,16 +129,10 @@ def _config(framework: str, mode: str, archs: list[str]) -> dict:
     }
 
 
-@pytest.fixture
-def no_pinning(monkeypatch):
-    from fwbench.measure import bench, export
-
-    for module in (bench, export):
-        monkeypatch.setattr(module, "setup_threads", lambda threads: {"threads": threads})
-
-
-def _export_and_cell(tmp_path: Path, framework: str, mode: str, arch: str):
-    """The export job's manifest, and the cell at batch 3 that runs its artifact."""
+def export_and_time(workdir: Path, framework: str, mode: str, arch: str) -> None:
+    """The export job, then the cell at batch 3 that runs its artifact (b3.nc), then the
+    checks' equivalence rows (checks.json), in workdir: the three jobs of the workflow."""
+    from fwbench.measure import checks
     from fwbench.measure.bench import run_cell
     from fwbench.measure.export import run_export
 
@@ -143,30 +140,12 @@ def _export_and_cell(tmp_path: Path, framework: str, mode: str, arch: str):
     wildcards = {"system": "local", "framework": framework, "mode": mode, "arch": arch}
     wildcards["version"] = plan.version("local", framework)
     export = plan.export_request(wildcards)
-    export.lock = str(tmp_path / "lock")
-    manifest = tmp_path / paths.artifact_manifest(wildcards)
+    export.lock = str(workdir / "lock")
+    manifest = workdir / paths.artifact_manifest(wildcards)
     run_export(export, manifest)
     request = plan.cell_request(wildcards | {"batch": 3})
-    request.lock, request.artifact = str(tmp_path / "lock"), str(manifest)
-    run_cell(request, tmp_path / "b3.nc")
-    return manifest, read_cell(tmp_path / "b3.nc")
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize(("framework", "mode"), PATHS)
-@pytest.mark.parametrize("arch", ["mlp", "cnn"])
-def test_each_runtime_path_exports_checks_and_times_its_artifact(
-    tmp_path, no_pinning, framework, mode, arch
-):
-    from fwbench.measure import checks
-
-    manifest, cell = _export_and_cell(tmp_path, framework, mode, arch)
-    document = read_manifest(manifest)
-    assert document["status"] == "ok", document.get("error_message")
-    assert cell.attrs["status"] == "ok", cell.attrs.get("error_message")
-    assert np.isfinite(cell["latency_s"]).all() and float(cell["compiled"]) == 1.0
-    assert RUNTIME_NAMES[mode] in cell.attrs["compile_how"]
-    assert f'{THREADS_KEYS[mode]}": 1' in cell.attrs["framework_threads"]  # the cell's, exactly
+    request.lock, request.artifact = str(workdir / "lock"), str(manifest)
+    run_cell(request, workdir / "b3.nc")
     rows = checks.equivalence_rows(
         framework=framework,
         archs=[arch],
@@ -177,15 +156,46 @@ def test_each_runtime_path_exports_checks_and_times_its_artifact(
         modes=[mode],
         artifacts=checks.artifacts_by_cell([str(manifest)]),
     )
+    (workdir / "checks.json").write_text(json.dumps(rows, default=str))
+
+
+def _export_and_cell(tmp_path: Path, framework: str, mode: str, arch: str):
+    """export_and_time in a fresh process, as the workflow runs each job (TensorFlow takes
+    its threads once per process); its manifest, cell and equivalence rows."""
+    script = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        "from pathlib import Path; from test_runtimes import export_and_time; "
+        f"export_and_time(Path({str(tmp_path)!r}), {framework!r}, {mode!r}, {arch!r})"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    wildcards = {"system": "local", "framework": framework, "mode": mode, "arch": arch}
+    wildcards["version"] = plan_of(_config(framework, mode, [arch])).version("local", framework)
+    rows = json.loads((tmp_path / "checks.json").read_text())
+    return tmp_path / paths.artifact_manifest(wildcards), read_cell(tmp_path / "b3.nc"), rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("framework", "mode"), PATHS)
+@pytest.mark.parametrize("arch", ["mlp", "cnn"])
+def test_each_runtime_path_exports_checks_and_times_its_artifact(tmp_path, framework, mode, arch):
+    manifest, cell, rows = _export_and_cell(tmp_path, framework, mode, arch)
+    document = read_manifest(manifest)
+    assert document["status"] == "ok", document.get("error_message")
+    assert cell.attrs["status"] == "ok", cell.attrs.get("error_message")
+    assert np.isfinite(cell["latency_s"]).all() and float(cell["compiled"]) == 1.0
+    assert RUNTIME_NAMES[mode] in cell.attrs["compile_how"]
+    assert f'{THREADS_KEYS[mode]}": 1' in cell.attrs["framework_threads"]  # the cell's, exactly
     assert rows[0]["pass"], rows
 
 
 @pytest.mark.slow
 def test_a_recurrence_litert_cannot_convert_is_a_recorded_failure_with_the_converters_reason(
-    tmp_path, no_pinning
+    tmp_path,
 ):
-    manifest, cell = _export_and_cell(tmp_path, "tensorflow", "litert", "lstm")
+    manifest, cell, rows = _export_and_cell(tmp_path, "tensorflow", "litert", "lstm")
     document = read_manifest(manifest)
     assert document["status"] == "failed" and document["error_type"] == "ConverterError"
     assert "TensorList" in document["error_message"]
     assert cell.attrs["status"] == "failed" and "the export failed" in cell.attrs["error_message"]
+    assert not rows[0]["pass"] and "the export failed" in rows[0]["error"]

@@ -23,6 +23,10 @@ from conftest import FAILING_CELL, REPO, SMOKE, SNAKEMAKE, smoke_configs, snakem
 
 pytestmark = pytest.mark.slow
 
+# The smoke sweep's one (framework, mode, architecture) its path cannot export: the TFLite
+# converter refuses the LSTM's TensorList ops without Flex (tests/test_adapter_contract.py).
+UNCONVERTIBLE = ("tensorflow", "litert", "lstm")
+
 
 def version(framework: str) -> str:
     return next(iter(installed_versions(framework).values()))
@@ -35,7 +39,7 @@ def cells(workdir: Path) -> list[Path]:
 def test_every_configured_cell_is_its_own_output(smoke_run):
     config = yaml.safe_load(Path(SMOKE).read_text())
     expected = sum(len(config["modes"][fw]) for fw in config["frameworks"])
-    assert expected == 9  # every mode of every framework, export modes too
+    assert expected == 12  # every mode of every framework, export modes too
     expected *= len(config["architectures"]) * len(config["batch_sizes"])
     assert len(cells(smoke_run)) == expected
     torch_cell = smoke_run / f"results/cells/local/torch/{version('torch')}/compiled/mlp/b8.nc"
@@ -169,15 +173,24 @@ def test_stats_carry_roofline_metrics_from_the_measured_hardware(smoke_run):
     ok = stats[stats["status"] == "ok"]
     assert (ok["efficiency"] > 0).all() and (ok["lower_bound_s"] > 0).all()
     failed = stats[stats["status"] == "failed"]
-    assert len(failed) == len(batches) and set(failed["error_type"]) == {"InjectedFailure"}
-    assert len(ok) == len(stats) - len(batches)
+    variants = failed[["framework", "mode", "arch"]].itertuples(index=False, name=None)
+    assert sorted(set(variants)) == sorted({tuple(FAILING_CELL.split("/")), UNCONVERTIBLE})
+    assert len(failed) == 2 * len(batches)
+    unconvertible = failed[failed["mode"] == UNCONVERTIBLE[1]]
+    assert unconvertible["error"].str.contains("the export failed").all()
+    assert set(failed["error_type"]) == {"InjectedFailure", "RuntimeError"}
+    assert len(ok) == len(stats) - len(failed)
 
 
 def test_equivalence_checks_pass_for_every_framework_and_mode(smoke_run):
     table = pd.read_csv(smoke_run / "results/checks/equivalence.csv")
     config = yaml.safe_load(Path(SMOKE).read_text())
     assert set(table["framework"]) == set(config["frameworks"])
-    assert table["pass"].all(), table[~table["pass"]].to_string()
+    where = list(zip(table["framework"], table["mode"], table["arch"], strict=True))
+    failed = table[[w == UNCONVERTIBLE for w in where]]
+    assert len(failed) == 1 and "TensorListReserve" in failed["error"].item()  # its reason
+    passed = table[[w != UNCONVERTIBLE for w in where]]
+    assert passed["pass"].all(), passed[~passed["pass"]].to_string()
 
 
 def planned(plan: subprocess.CompletedProcess) -> dict[str, int]:

@@ -11,6 +11,7 @@ FIGURES = [
     "efficiency",
     "scaling",
     "stability",
+    "startup",
 ]
 SYSTEMS_FIGURES = ["systems"]
 

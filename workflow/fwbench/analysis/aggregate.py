@@ -7,9 +7,11 @@ A position without a cell file, e.g. a mode the framework does not have, is NaN 
 `fwbench.analysis.processes.pool` reduces the process dimension for the statistics.
 
 The aggregate takes exactly the cell files it is given and refuses to mix: two cells for the
-same position, two versions of one framework on one system, or two devices on one system raise
-with both paths named. Arrays are preallocated at their final shape, filled cell by cell and turned
-into a Dataset once, so 10,000 cells cost 10,000 small reads and nothing quadratic.
+same position, two versions of one package (the framework or a runtime its modes use) on one
+system, or two devices on one system raise with both paths named; a framework's `versions` is
+the union of its modes' packages. Arrays are preallocated at their final shape, filled cell by
+cell and turned into a Dataset once, so 10,000 cells cost 10,000 small reads and nothing
+quadratic.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from fwbench.analysis.mixing import package_versions, refuse_mixed
 from fwbench.frameworks import MODES
 from fwbench.io import cell_file
 from fwbench.io.bench_file import write_bench
@@ -32,6 +35,10 @@ from fwbench.model.specs import ARCHITECTURES
 
 # Per-cell numbers kept from the cell's attributes, beside its scalar variables.
 NUMERIC_ATTRS = {"contended": "1", "attempts": "1", "slow_machine": "1"}
+# The start-up of the cell's process: importing the framework (or runtime), building the model
+# (an export mode: loading the artifact, creating the session) and, for an export mode, the
+# export job's export/convert time (from its manifest).
+NUMERIC_ATTRS |= {"import_s": "s", "build_s": "s", "export_s": "s"}
 # Per-cell text: the name in bench.nc, the cell attribute it comes from, and what it holds.
 TEXT_ATTRS = {
     "status": ("status", "'ok' | 'failed' | 'absent' (no cell given for this position)"),
@@ -78,49 +85,19 @@ def _assign_systems(records: Sequence[CellRecord], systems: Sequence[str] | None
         record.attrs[SYSTEM] = recorded or listed or DEFAULT_SYSTEM
 
 
-def _check_unique_positions(records: Sequence[CellRecord]) -> None:
-    seen: dict[tuple[str, str, str, str, int, int], str] = {}
-    for record in records:
-        position = (record.attrs[SYSTEM], *record.key, record.process)
-        if position in seen:
-            framework, mode, arch, batch = record.key
-            raise ValueError(
-                f"two cells for {record.attrs[SYSTEM]}/{framework}/{mode}/{arch}/b{batch} "
-                f"process {record.process}: {seen[position]} and {record.path}"
-            )
-        seen[position] = record.path
-
-
-def _check_agree(records: Sequence[CellRecord], attr: str, within_framework: bool) -> None:
-    """Raise when two cells of one system (and framework, if `within_framework`) disagree on
-    `attr`; cells that do not record it are not counted."""
-    first: dict[tuple[str, str], CellRecord] = {}
-    for record in records:
-        value = record.attrs.get(attr, "")
-        if value in ("", None):
-            continue
-        group = (record.attrs[SYSTEM], record.key[0] if within_framework else "")
-        if group not in first:
-            first[group] = record
-        elif first[group].attrs[attr] != value:
-            scope = "/".join(part for part in group if part)
-            raise ValueError(
-                f"{scope} cells disagree on {attr}: {first[group].attrs[attr]!r} in "
-                f"{first[group].path} but {value!r} in {record.path}; aggregate one at a time"
-            )
-
-
 def _framework_versions(
     records: Sequence[CellRecord], systems: list[str], frameworks: list[str]
 ) -> dict[str, np.ndarray]:
     """(system, framework) arrays of the version naming the results and of every version."""
     index = {(s, f): (i, j) for i, s in enumerate(systems) for j, f in enumerate(frameworks)}
     found = {key: np.full((len(systems), len(frameworks)), "", dtype=object) for key in "vV"}
+    packages: dict[tuple[int, int], dict[str, str]] = {}
     for record in records:
         where = index[(record.attrs[SYSTEM], record.key[0])]
-        if not found["v"][where]:
-            found["v"][where] = str(record.attrs.get("framework_version", ""))
-            found["V"][where] = str(record.attrs.get("versions", ""))
+        found["v"][where] = found["v"][where] or str(record.attrs.get("framework_version", ""))
+        packages.setdefault(where, {}).update(package_versions(record))
+    for where, named in packages.items():
+        found["V"][where] = json.dumps(named, sort_keys=True) if named else ""
     return {"version": found["v"], "versions": found["V"]}
 
 
@@ -252,10 +229,7 @@ def aggregate_cells(
         raise ValueError("no cell files given to aggregate")
     records = [read_cell_record(path) for path in paths]
     _assign_systems(records, systems)
-    _check_unique_positions(records)
-    _check_agree(records, "framework_version", within_framework=True)
-    _check_agree(records, "versions", within_framework=True)
-    _check_agree(records, "device", within_framework=False)
+    refuse_mixed(records)
 
     axes = _axes(records)
     system_names, frameworks = axes[0], axes[1]

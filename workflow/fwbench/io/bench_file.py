@@ -9,6 +9,8 @@ Variables (SI units in each `units` attribute, text in each `description`):
                                 after each sample (fwbench.io.cell_file.SERIES; version 2)
   the cell file's scalars       (fwbench.io.cell_file.SCALARS), one value per cell
   contended, attempts, slow_machine   1    from the cell's attributes
+  import_s, build_s, export_s   s   the process's start-up, from the cell's attributes
+                                (NaN in cells written before they were kept)
   status, error, host, cpu_model ...   per-cell text, each with its description (the list:
                                 fwbench.analysis.aggregate.TEXT_ATTRS); a position without a
                                 cell is NaN with status "absent"

@@ -21,7 +21,7 @@ from fwbench import frameworks, provenance
 from fwbench.host.contention import Thresholds
 from fwbench.host.harness import Timing, peak_rss_bytes, time_calls, timing_lock
 from fwbench.host.threads import setup_threads
-from fwbench.io.artifact_file import artifact_of
+from fwbench.io.artifact_file import artifact_of, read_manifest
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_OK
 from fwbench.measure import compile_cache
@@ -61,6 +61,8 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         )
     artifact = _artifact(request)
     cell.attrs["artifact"] = artifact or ""
+    if artifact:  # the export's cost, for the start-up table
+        cell.attrs["export_s"] = float(read_manifest(request.artifact).get("export_s", np.nan))
     start = time.perf_counter()  # an export mode's build: loading its artifact
     runner = adapter.build(
         spec,

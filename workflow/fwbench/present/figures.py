@@ -23,6 +23,7 @@ from fwbench.present.plots_latency import draw_latency, draw_scaling, draw_speed
 from fwbench.present.plots_roofline import draw_efficiency, draw_roofline
 from fwbench.present.plots_systems import draw_systems
 from fwbench.present.plots_training import draw_training_curves, draw_training_time
+from fwbench.present.startup import draw_startup
 from fwbench.present.style import MIN_DPI, save_figure
 
 INFERENCE_FIGURES: dict[str, Callable[[FigureInputs], Figure]] = {
@@ -33,6 +34,7 @@ INFERENCE_FIGURES: dict[str, Callable[[FigureInputs], Figure]] = {
     "efficiency": draw_efficiency,
     "scaling": draw_scaling,
     "stability": draw_stability,
+    "startup": draw_startup,
 }
 SYSTEMS_FIGURES = ("systems",)
 TRAINING_FIGURES: dict[str, Callable[[xr.Dataset], Figure]] = {

@@ -57,6 +57,7 @@ def _entry(manifest: Mapping[str, Any]) -> str:
     message = str(manifest.get("error_message", ""))
     if "error: " in message:  # a converter's message opens with the source location
         message = message[message.index("error: ") + len("error: ") :]
+    message = message.strip().split("\n", 1)[0]  # the reason, not the traceback under it
     if len(message) > REASON_CHARS:
         message = message[: REASON_CHARS - 1] + "…"
     return f"failed: {manifest.get('error_type', '')}: {message}"

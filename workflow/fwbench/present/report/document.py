@@ -29,6 +29,7 @@ from fwbench.present.report.results import (
     statistics_tables_section,
     winners_section,
 )
+from fwbench.present.report.startup_costs import startup_section
 from fwbench.present.report.systems import systems_section
 from fwbench.present.report.training import training_section
 
@@ -54,6 +55,7 @@ def system_part(context: ReportContext, part: SystemPart) -> str:
         statistics_tables_section,
         problems_section,
         deployment_section,
+        startup_section,
         quality_section,
         hardware_section,
         method_section,

@@ -19,6 +19,7 @@ FIGURE_TITLES = {
     "efficiency": "Roofline efficiency",
     "scaling": "Batch scaling",
     "stability": "Measurement stability",
+    "startup": "Start-up: time to first answer",
     "training_time": "Training cost",
     "training_curves": "Training curves",
 }

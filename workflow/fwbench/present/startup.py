@@ -1,0 +1,139 @@
+"""Start-up costs: how long a fresh process waits for its first answer, per variant and
+architecture at the table batch, as one table and one figure (stacked bars).
+
+The parts, all process 0's (stats.nc): importing the framework or runtime, building the model
+(an export mode: loading the artifact or creating the session), the export job's export or
+conversion (export modes; paid once, offline), and the first call with a cold compile cache.
+Beside them the first call of the cell's later processes, each a fresh process started from a
+copy of process 0's on-disk compile cache (warm), where the framework keeps one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+from matplotlib.patches import Patch
+
+from fwbench import frameworks
+from fwbench.io.dims import STATUS_OK
+from fwbench.present.figure_data import FigureInputs, cell_value, failed_note, variants
+from fwbench.present.format import fixed
+from fwbench.present.style import add_note, new_figure
+
+# (stats variable, label, colour) of each stacked part, in the order a process pays them.
+PARTS = (
+    ("import_s", "import", "#BBBBBB"),
+    ("build_s", "build / load artifact", "#66CCEE"),
+    ("export_s", "export / convert (once, offline)", "#CCBB44"),
+    ("first_call_s", "first call, cold cache", "#EE6677"),
+)
+TABLE_HEADER = [
+    "variant",
+    "architecture",
+    *(label + " s" for _, label, _ in PARTS),
+    "first call, warm cache s",
+    "time to first answer s",
+    "on-disk compile cache",
+]
+
+
+def cache_kind(framework: str, mode: str) -> str:
+    """The on-disk compile cache a mode's later processes start warm from; a runtime's cells
+    (ONNX Runtime, LiteRT) compile nothing and keep none."""
+    if frameworks.runtime_of(framework, mode) is not None:
+        return "none (runtime)"
+    names = frameworks.compile_cache_env(framework)
+    return ", ".join(names) if names else "none kept"
+
+
+def parts_of(stats: xr.Dataset, cell: tuple) -> dict[str, float]:
+    """A measured cell's start-up parts in seconds (NaN where a part does not apply)."""
+    return {name: float(cell_value(stats, name, cell)) for name, _, _ in PARTS if name in stats}
+
+
+def time_to_first_answer(parts: dict[str, float]) -> float:
+    """A fresh process's wait for its first answer: import, build, first call (the export is
+    paid once, offline, so it is not in it); NaN where one is unknown."""
+    return sum(parts.get(name, math.nan) for name in ("import_s", "build_s", "first_call_s"))
+
+
+def _cells(stats: xr.Dataset, batch: int) -> list[tuple]:
+    return [
+        (framework, mode, str(arch), batch)
+        for arch in stats["arch"].values
+        for framework, mode in variants(stats)
+        if cell_value(stats, "status", (framework, mode, str(arch), batch)) == STATUS_OK
+    ]
+
+
+def startup_table(stats: xr.Dataset, batch: int) -> str:
+    from fwbench.present.tables import markdown_table
+
+    rows = []
+    for cell in _cells(stats, batch):
+        parts = parts_of(stats, cell)
+        warm = (
+            cell_value(stats, "first_call_warm_s", cell) if "first_call_warm_s" in stats else None
+        )
+        rows.append(
+            [
+                f"{cell[0]}/{cell[1]}",
+                cell[2],
+                *(fixed(parts.get(name), digits=3) for name, _, _ in PARTS),
+                fixed(warm, digits=3),
+                fixed(time_to_first_answer(parts), digits=2),
+                cache_kind(cell[0], cell[1]),
+            ]
+        )
+    return markdown_table(TABLE_HEADER, rows)
+
+
+def draw_startup(inputs: FigureInputs) -> Figure:
+    """Stacked bars of each variant's start-up parts, one panel per architecture at the
+    table batch; a dot marks the time to first answer with a warm compile cache."""
+    stats, batch = inputs.stats, inputs.batch
+    archs = [str(a) for a in stats["arch"].values]
+    pairs = variants(stats)
+    figure = new_figure(max(6.0, 2.4 * len(archs) + 1.5), 4.5)
+    axes = figure.subplots(1, len(archs), squeeze=False, sharey=True)[0]
+    for ax, arch in zip(axes, archs, strict=True):
+        for v, (framework, mode) in enumerate(pairs):
+            cell = (framework, mode, arch, batch)
+            if cell_value(stats, "status", cell) != STATUS_OK:
+                continue
+            _stack(ax, v, stats, cell)
+        ax.set_xticks(range(len(pairs)), [f"{f} {m}" for f, m in pairs], fontsize=6)
+        ax.tick_params(axis="x", labelrotation=90)
+        ax.set_title(f"{arch}, batch {batch}", fontsize=9)
+    axes[0].set_ylabel("seconds")
+    handles = [Patch(color=color, label=label) for _, label, color in PARTS]
+    figure.legend(handles=handles, loc="outside upper center", ncols=2, fontsize=7)
+    add_note(figure, _notes(inputs))
+    return figure
+
+
+def _stack(ax, x: int, stats: xr.Dataset, cell: tuple) -> None:
+    bottom = 0.0
+    parts = parts_of(stats, cell)
+    for name, _, color in PARTS:
+        height = parts.get(name, math.nan)
+        if np.isfinite(height) and height > 0:
+            ax.bar(x, height, 0.7, bottom=bottom, color=color, edgecolor="0.2", linewidth=0.3)
+            bottom += height
+    warm = cell_value(stats, "first_call_warm_s", cell) if "first_call_warm_s" in stats else None
+    if warm is not None and np.isfinite(warm):
+        ready = parts.get("import_s", math.nan) + parts.get("build_s", math.nan) + warm
+        ax.plot([x], [ready], "o", color="black", markersize=3)
+
+
+def _notes(inputs: FigureInputs) -> list[str]:
+    notes = [
+        "Process 0 of each cell, cold compile caches; dot: import + build + the later "
+        "processes' first call, warm from process 0's on-disk cache (none: no dot). "
+        "The export is paid once, offline: stacked, but not in the time to first answer."
+    ]
+    failed = failed_note(inputs.stats, [inputs.batch])
+    return notes + [note for note in (inputs.batch_note(), failed) if note]
