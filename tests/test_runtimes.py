@@ -131,7 +131,8 @@ def _config(framework: str, mode: str, archs: list[str]) -> dict:
 
 def export_and_time(workdir: Path, framework: str, mode: str, arch: str) -> None:
     """The export job, then the cell at batch 3 that runs its artifact (b3.nc), then the
-    checks' equivalence rows (checks.json), in workdir: the three jobs of the workflow."""
+    checks' equivalence rows, in workdir: the three jobs of the workflow. done.json names the
+    manifest and holds the rows."""
     from fwbench.measure import checks
     from fwbench.measure.bench import run_cell
     from fwbench.measure.export import run_export
@@ -156,7 +157,8 @@ def export_and_time(workdir: Path, framework: str, mode: str, arch: str) -> None
         modes=[mode],
         artifacts=checks.artifacts_by_cell([str(manifest)]),
     )
-    (workdir / "checks.json").write_text(json.dumps(rows, default=str))
+    done = {"manifest": str(manifest), "rows": rows}
+    (workdir / "done.json").write_text(json.dumps(done, default=str))
 
 
 def _export_and_cell(tmp_path: Path, framework: str, mode: str, arch: str):
@@ -169,10 +171,8 @@ def _export_and_cell(tmp_path: Path, framework: str, mode: str, arch: str):
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
-    wildcards = {"system": "local", "framework": framework, "mode": mode, "arch": arch}
-    wildcards["version"] = plan_of(_config(framework, mode, [arch])).version("local", framework)
-    rows = json.loads((tmp_path / "checks.json").read_text())
-    return tmp_path / paths.artifact_manifest(wildcards), read_cell(tmp_path / "b3.nc"), rows
+    done = json.loads((tmp_path / "done.json").read_text())
+    return Path(done["manifest"]), read_cell(tmp_path / "b3.nc"), done["rows"]
 
 
 @pytest.mark.slow

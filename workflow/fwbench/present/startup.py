@@ -22,6 +22,7 @@ from fwbench.io.dims import STATUS_OK
 from fwbench.present.figure_data import FigureInputs, cell_value, failed_note, variants
 from fwbench.present.format import fixed
 from fwbench.present.style import add_note, new_figure
+from fwbench.present.tables import markdown_table
 
 # (stats variable, label, colour) of each stacked part, in the order a process pays them.
 PARTS = (
@@ -54,6 +55,13 @@ def parts_of(stats: xr.Dataset, cell: tuple) -> dict[str, float]:
     return {name: float(cell_value(stats, name, cell)) for name, _, _ in PARTS if name in stats}
 
 
+def warm_first_call(stats: xr.Dataset, cell: tuple) -> float:
+    """The later processes' first call, warm from process 0's on-disk cache (NaN: none)."""
+    if "first_call_warm_s" not in stats:
+        return math.nan
+    return float(cell_value(stats, "first_call_warm_s", cell))
+
+
 def time_to_first_answer(parts: dict[str, float]) -> float:
     """A fresh process's wait for its first answer: import, build, first call (the export is
     paid once, offline, so it is not in it); NaN where one is unknown."""
@@ -70,14 +78,10 @@ def _cells(stats: xr.Dataset, batch: int) -> list[tuple]:
 
 
 def startup_table(stats: xr.Dataset, batch: int) -> str:
-    from fwbench.present.tables import markdown_table
-
     rows = []
     for cell in _cells(stats, batch):
         parts = parts_of(stats, cell)
-        warm = (
-            cell_value(stats, "first_call_warm_s", cell) if "first_call_warm_s" in stats else None
-        )
+        warm = warm_first_call(stats, cell)
         rows.append(
             [
                 f"{cell[0]}/{cell[1]}",
@@ -123,9 +127,9 @@ def _stack(ax, x: int, stats: xr.Dataset, cell: tuple) -> None:
         if np.isfinite(height) and height > 0:
             ax.bar(x, height, 0.7, bottom=bottom, color=color, edgecolor="0.2", linewidth=0.3)
             bottom += height
-    warm = cell_value(stats, "first_call_warm_s", cell) if "first_call_warm_s" in stats else None
-    if warm is not None and np.isfinite(warm):
-        ready = parts.get("import_s", math.nan) + parts.get("build_s", math.nan) + warm
+    warm = warm_first_call(stats, cell)
+    if np.isfinite(warm):
+        ready = time_to_first_answer(parts | {"first_call_s": warm})
         ax.plot([x], [ready], "o", color="black", markersize=3)
 
 
