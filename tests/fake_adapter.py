@@ -11,6 +11,7 @@ import time
 import numpy as np
 
 from fwbench.frameworks.protocols import CompileInfo, NullCall
+from fwbench.frameworks.trace import Trace
 from fwbench.model.reference import forward
 from fwbench.plan.request import DEFAULT_LOCK
 
@@ -52,6 +53,14 @@ class FakeRunner:
     def counter_flops(self, prepared):
         return None, "the fake adapter has no counter"
 
+    device = "cpu"
+
+    def launch_floor(self):
+        return null_call(self.device)
+
+    def own_trace(self, trace):
+        return dataclasses.replace(trace, note="the fake profiler: one kernel per call")
+
 
 def set_threads(threads):
     return {"fake_threads": threads}
@@ -66,6 +75,19 @@ def build(spec, weights, mode, device, options=None, artifact=None):
 
 def null_call(device):
     return NullCall(lambda: None, lambda _: None)
+
+
+# The fake profiler sees one dispatch and one kernel per call, the kernel lasting this share of
+# the run's wall time per call.
+KERNEL_SHARE = 0.5
+
+
+def profile(run, calls):
+    start = time.perf_counter_ns()
+    run()
+    per_call = (time.perf_counter_ns() - start) / calls
+    kernels = tuple((i * per_call, i * per_call + KERNEL_SHARE * per_call) for i in range(calls))
+    return Trace(calls, dispatches=calls, kernels=kernels, events=2 * calls)
 
 
 COUNTER_SCOPE = "matmul"

@@ -288,6 +288,7 @@ def test_results_come_first_and_the_cross_checks_near_the_end(results, tmp_path)
     order = [
         "# fwbench report",
         VERDICT,
+        "## Findings",
         "## Figures",
         "## Winners at batch",
         "## Statistics tables",
@@ -373,3 +374,15 @@ def test_a_hardware_file_of_another_system_is_refused_naming_it(results, tmp_pat
     two = two_systems(results, tmp_path, {"a.json": "a", "c.json": "c"})
     with pytest.raises(ValueError, match=r"c\.json is the hardware file of system 'c'"):
         load_context(two, tmp_path / "report.md")
+
+
+def test_the_report_opens_with_findings_whose_every_number_is_in_a_table_below(report):
+    findings = section(report, "Findings")
+    assert report.index("## Findings") < report.index("## Figures")
+    rest = report[report.index("## Figures") :]
+    for name in ("Winners at batch 32", "Compiling", "Roofline efficiency", "Failed and flagged"):
+        assert name in findings
+    numbers = re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", findings)
+    assert len(numbers) >= 6, findings
+    for number in numbers:
+        assert number in rest, f"{number} of the findings is in no table below"

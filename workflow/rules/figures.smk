@@ -12,6 +12,7 @@ FIGURES = [
     "scaling",
     "stability",
     "startup",
+    "attribution",
 ]
 SYSTEMS_FIGURES = ["systems"]
 

@@ -48,6 +48,7 @@ TEXT_ATTRS = {
     "compile_how": ("compile_how", "how the framework says it compiled"),
     "eager_ops": ("eager_ops", "ops a compiled mode left to the framework's eager kernels"),
     "counter_note": ("counter_note", "why counter_flops is what it is"),
+    "attribution": ("attribution", "what the attribution pass's profiler saw, or why none ran"),
     "start_utc": ("start_utc", "when the cell's measurement started"),
     "canary": ("canary", "the speed canary's level and work, or why the cell has none"),
     "config_hash": ("config_hash", "hash of the settings that determine the cell"),

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from fwbench.analysis.attribution import attribution_variables
 from fwbench.analysis.estimators import cell_median_cis, ci_level, describe
 from fwbench.analysis.flags import FLAG_MEANINGS, cell_flags, untrusted
 from fwbench.analysis.machine import (
@@ -37,7 +38,6 @@ from fwbench.analysis.machine import (
     canary_correlation,
     describe_choice,
     dropped_total,
-    noise_source,
     slow_processes,
 )
 from fwbench.analysis.process_spread import cell_spreads, spread_cis
@@ -45,12 +45,17 @@ from fwbench.analysis.processes import pool, processes
 from fwbench.analysis.roofline import (
     ROOFLINE_VARIABLES,
     HardwareLimits,
-    RooflineMetrics,
     levels_to_json,
     roofline,
 )
 from fwbench.analysis.speedups import compile_speedups
-from fwbench.analysis.summary_variables import CELL_TEXT, CELL_UNITS, FROM_CELLS, tidy
+from fwbench.analysis.summary_variables import (
+    FROM_CELLS,
+    cell_values,
+    cell_variables,
+    text_variables,
+    tidy,
+)
 from fwbench.analysis.winners import SCOPES, winner_variables
 from fwbench.io.dims import CELL_DIMS, STATUS_OK
 from fwbench.io.per_system import one_system
@@ -93,13 +98,6 @@ class StatsSettings:
 
 
 # --- the summary -----------------------------------------------------------------------------
-
-
-def _cell_values(bench: xr.Dataset, name: str) -> np.ndarray:
-    """A per-cell variable of the aggregate in CELL_DIMS order (NaN when it is missing)."""
-    if name not in bench:
-        return np.full(tuple(bench.sizes[d] for d in CELL_DIMS), np.nan)
-    return bench[name].transpose(*CELL_DIMS).values
 
 
 def _series(bench: xr.Dataset, name: str) -> np.ndarray:
@@ -153,49 +151,9 @@ def _cell_statistics(
     else:
         cells |= spread_cis(spreads, ok, cells["median_s"], settings.confidence)
     for name in FROM_CELLS:
-        cells[name] = np.where(ok, _cell_values(bench, name), np.nan)
+        cells[name] = np.where(ok, cell_values(bench, name), np.nan)
     cells["compile_overhead_s"] = cells["first_call_s"] - cells["median_s"]
     return cells
-
-
-def _text_variables(
-    bench: xr.Dataset,
-    ok: np.ndarray,
-    metrics: RooflineMetrics,
-    flags: np.ndarray,
-    cells: dict[str, np.ndarray],
-) -> dict[str, np.ndarray]:
-    """The per-cell text of stats.nc (CELL_TEXT), in the order the file holds them."""
-    if "eager_ops" in bench:
-        eager_ops = np.where(ok, _cell_values(bench, "eager_ops"), "").astype(object)
-    else:
-        eager_ops = np.full(ok.shape, "", dtype=object)
-    return {
-        "status": _cell_values(bench, "status").astype(object),
-        "error_type": _cell_values(bench, "error_type").astype(object),
-        "error": _cell_values(bench, "error").astype(object),
-        "bound": metrics.bound,
-        "memory_level": np.where(ok, metrics.memory_level, "").astype(object),
-        "noise": noise_source(cells["canary_rho"], cells["slow_machine"], ok),
-        "eager_ops": eager_ops,
-        "flags": flags,
-    }
-
-
-def _cell_variables(
-    bench: xr.Dataset, cells: dict[str, np.ndarray], text: dict[str, np.ndarray]
-) -> dict[str, Any]:
-    """stats.nc's per-cell variables: the numbers with their units (CELL_UNITS), then the
-    text with its descriptions (CELL_TEXT), then the aggregate's framework_version."""
-    data_vars: dict[str, Any] = {
-        name: (CELL_DIMS, cells[name], {"units": unit}) for name, unit in CELL_UNITS.items()
-    }
-    data_vars |= {
-        name: (CELL_DIMS, values, {"description": CELL_TEXT[name]}) for name, values in text.items()
-    }
-    if "framework_version" in bench:
-        data_vars["framework_version"] = bench["framework_version"]
-    return data_vars
 
 
 def _summary_attrs(
@@ -237,7 +195,7 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     slow = slow_processes(bench, CELL_DIMS)
     bench = pool(bench)
     coords = tuple(bench[d].values.tolist() for d in CELL_DIMS)
-    ok = _cell_values(bench, "status").astype(object) == STATUS_OK
+    ok = cell_values(bench, "status").astype(object) == STATUS_OK
     timings = _timings(bench, ok, process_count)
     latency, by_process = timings
     spreads = None if by_process is None else cell_spreads(by_process, ok)
@@ -253,6 +211,7 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     )
     for name in ROOFLINE_VARIABLES:
         cells[name] = getattr(metrics, name)
+    cells |= attribution_variables(cells, coords)
     cells |= compile_speedups(
         latency,
         cells["median_s"],
@@ -266,7 +225,7 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     flags = cell_flags(
         bench, cells, metrics.invalid_fast, ok, limits.node, settings.cv_threshold_pct
     )
-    data_vars = _cell_variables(bench, cells, _text_variables(bench, ok, metrics, flags, cells))
+    data_vars = cell_variables(bench, cells, text_variables(bench, ok, metrics, flags, cells))
     data_vars |= winner_variables(
         latency,
         ok,

@@ -3,11 +3,19 @@ same variables as one row per cell (the files: fwbench.io.stats_file)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 import pandas as pd
 import xarray as xr
 
+from fwbench.analysis import attribution
+from fwbench.analysis.attribution import dominant_part
 from fwbench.analysis.flags import FLAG_MEANINGS
-from fwbench.io.dims import STATUS_ABSENT
+from fwbench.analysis.machine import noise_source
+from fwbench.analysis.roofline import RooflineMetrics
+from fwbench.io.cell_file import ATTRIBUTION_UNITS
+from fwbench.io.dims import CELL_DIMS, STATUS_ABSENT
 
 # The per-cell numeric variables of stats.nc, with units; also columns of stats.csv.
 CELL_UNITS = {
@@ -62,6 +70,8 @@ CELL_UNITS = {
     "canary_rho": "1",
     "slow_processes_machine": "1",
     "slow_processes_own": "1",
+    **{name: ATTRIBUTION_UNITS[name] for name in attribution.FROM_CELLS},
+    **attribution.UNITS,
 }
 # The ones taken from the aggregate as they are (NaN where a cell did not succeed).
 FROM_CELLS = (
@@ -86,6 +96,7 @@ FROM_CELLS = (
     "canary_cv_pct",
     "canary_share",
     "slow_samples",
+    *attribution.FROM_CELLS,
 )
 # The per-cell text variables, with descriptions; the first columns of stats.csv.
 CELL_TEXT = {
@@ -100,7 +111,62 @@ CELL_TEXT = {
     "a canary",
     "flags": "comma-separated: " + ", ".join(FLAG_MEANINGS),
     "eager_ops": "ops a compiled mode left to the framework's eager kernels (torch inductor)",
+    "attribution": "what the attribution pass's profiler saw and could not see, or why no pass ran",
+    "dominant_part": "the largest of the four parts of the median (fwbench.analysis.attribution)",
 }
+
+
+def cell_values(bench: xr.Dataset, name: str) -> np.ndarray:
+    """A per-cell variable of the aggregate in CELL_DIMS order (NaN when it is missing)."""
+    if name not in bench:
+        return np.full(tuple(bench.sizes[d] for d in CELL_DIMS), np.nan)
+    return bench[name].transpose(*CELL_DIMS).values
+
+
+def text_variables(
+    bench: xr.Dataset,
+    ok: np.ndarray,
+    metrics: RooflineMetrics,
+    flags: np.ndarray,
+    cells: dict[str, np.ndarray],
+) -> dict[str, np.ndarray]:
+    """The per-cell text of stats.nc (CELL_TEXT), in the order the file holds them."""
+    return {
+        "status": cell_values(bench, "status").astype(object),
+        "error_type": cell_values(bench, "error_type").astype(object),
+        "error": cell_values(bench, "error").astype(object),
+        "bound": metrics.bound,
+        "memory_level": np.where(ok, metrics.memory_level, "").astype(object),
+        "noise": noise_source(cells["canary_rho"], cells["slow_machine"], ok),
+        "eager_ops": text_of(bench, "eager_ops", ok),
+        "attribution": text_of(bench, "attribution", ok),
+        "dominant_part": dominant_part(cells),
+        "flags": flags,
+    }
+
+
+def text_of(bench: xr.Dataset, name: str, ok: np.ndarray) -> np.ndarray:
+    """A per-cell text of the aggregate for succeeded cells ('' elsewhere, or where an older
+    aggregate lacks it)."""
+    if name not in bench:
+        return np.full(ok.shape, "", dtype=object)
+    return np.where(ok, cell_values(bench, name), "").astype(object)
+
+
+def cell_variables(
+    bench: xr.Dataset, cells: dict[str, np.ndarray], text: dict[str, np.ndarray]
+) -> dict[str, Any]:
+    """stats.nc's per-cell variables: the numbers with their units (CELL_UNITS), then the
+    text with its descriptions (CELL_TEXT), then the aggregate's framework_version."""
+    data_vars: dict[str, Any] = {
+        name: (CELL_DIMS, cells[name], {"units": unit}) for name, unit in CELL_UNITS.items()
+    }
+    data_vars |= {
+        name: (CELL_DIMS, values, {"description": CELL_TEXT[name]}) for name, values in text.items()
+    }
+    if "framework_version" in bench:
+        data_vars["framework_version"] = bench["framework_version"]
+    return data_vars
 
 
 def tidy(summary: xr.Dataset) -> pd.DataFrame:

@@ -26,7 +26,7 @@ MODES: dict[str, tuple[str, ...]] = {name: info.modes for name, info in FRAMEWOR
 
 # The modules every framework package has (frameworks.protocols says what each provides),
 # and `export` in the packages that have export modes.
-PARTS = ("infer", "models", "train", "hardware")
+PARTS = ("infer", "models", "train", "hardware", "profiling")
 EXPORT_PART = "export"
 
 # Per framework: (the distributions whose first installed one's version names its results,

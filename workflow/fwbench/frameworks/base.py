@@ -18,7 +18,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from fwbench.frameworks import check_compile_options, check_framework_mode, is_export_mode
-from fwbench.frameworks.protocols import CompileInfo
+from fwbench.frameworks.protocols import CompileInfo, NullCall
+from fwbench.frameworks.trace import Trace
 from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
 
@@ -160,3 +161,12 @@ class BaseRunner(ABC):
     def peak_device_memory_bytes(self) -> int | None:
         """The framework allocator's peak on an accelerator; None on CPU."""
         return self.cuda_peak_memory_bytes() if self.device == "cuda" else None
+
+    def launch_floor(self) -> NullCall | None:
+        """The mode's own cost of one dispatch or launch (frameworks.protocols.Runner); none
+        unless the adapter has one."""
+        return None
+
+    def own_trace(self, trace: Trace) -> Trace:
+        """The profile as the adapter's classification read it, unless the mode needs more."""
+        return trace

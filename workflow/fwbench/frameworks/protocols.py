@@ -1,8 +1,9 @@
 """What a framework package provides: the interfaces of `frameworks/<framework>/<part>.py`.
 
 Every framework package has the same modules: `infer.py` (an InferenceAdapter building
-Runners), `train.py` (a TrainingAdapter building Trainers), `hardware.py` (a HardwareProbe)
-and `models.py` (the networks the other two build), and `export.py` (an ExportAdapter) where the
+Runners), `train.py` (a TrainingAdapter building Trainers), `hardware.py` (a HardwareProbe),
+`models.py` (the networks the other two build), `profiling.py` (its profiler's trace read for
+the attribution pass; infer.py's `profile`), and `export.py` (an ExportAdapter) where the
 framework has export modes. Only those modules import the framework;
 the rest of fwbench reaches them through `frameworks.load` and uses nothing but these
 interfaces (and each package's FrameworkInfo), so it never branches on the framework's name.
@@ -19,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from fwbench.frameworks.trace import Trace
 from fwbench.model.resnet import ResNetSpec
 from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
@@ -86,6 +88,15 @@ class Runner(Protocol):
     def counter_flops(self, prepared: Any) -> tuple[float | None, str]:
         """The framework's own FLOP count for one call, or None and why not."""
 
+    def launch_floor(self) -> NullCall | None:
+        """The mode's own cost of one dispatch or launch, as a call to time: the framework's
+        null call for an eager mode, an identity through the same compiler for a compiled one
+        (fwbench.measure.attribution)."""
+
+    def own_trace(self, trace: Trace) -> Trace:
+        """A profile of this runner's calls as the mode must be read (what a launch is, which
+        kernels the profiler cannot see), from the adapter's `profile`."""
+
 
 @runtime_checkable
 class InferenceAdapter(Protocol):
@@ -112,6 +123,10 @@ class InferenceAdapter(Protocol):
     def null_call(self, device: str) -> NullCall:
         """The framework's dispatch floor on `device`, timed beside every cell as its null-call
         baseline."""
+
+    def profile(self, run: Callable[[], Any], calls: int) -> Trace:
+        """The framework's own profiler around `run` (which makes `calls` calls), its events
+        classified into dispatches and kernels (fwbench.frameworks.trace)."""
 
 
 # ---- export -------------------------------------------------------------------------------

@@ -45,6 +45,13 @@ read NaN), probed after each timed sample:
   slow_samples             1  samples marked slow;  canary_share   1  the probes' share of the
                               timed loop's wall time (their cost)
   canary_chain_baseline_s, canary_read_baseline_s   s   the baseline medians used
+The attribution pass (fwbench.measure.attribution; process 0, bench.attribution; schema
+version 8, older cells and later processes read NaN), per call: attr_dispatches (ops or
+launches), attr_kernel_s (kernel time less the profiler's in-event cost; attr_kernel_raw_s
+before), attr_kernel_regions, attr_floor_s (the mode's launch floor), attr_events,
+attr_event_cost_s (the profiler's cost per event, on the floor call), attr_floor_kernel_s,
+attr_profiled_call_s, attr_calls (calls profiled), attr_pass_s (the pass's wall time); the
+attribute `attribution` says what the profiler saw and could not see, or why no pass ran.
 Attributes: framework, framework_version, versions (JSON of every relevant distribution), mode,
 arch, batch, process (which of the cell's fresh processes: 0 when absent), status ('ok' |
 'failed'), error_type, error_message, traceback_tail, compile_how, eager_ops (ops a compiled
@@ -86,6 +93,21 @@ from fwbench.io.common import (
 )
 from fwbench.io.dims import STATUS_OK
 
+# The attribution pass's per-call numbers (fwbench.measure.attribution), with units.
+ATTRIBUTION_UNITS = {
+    "attr_dispatches": "1",
+    "attr_kernel_s": "s",
+    "attr_kernel_raw_s": "s",
+    "attr_kernel_regions": "1",
+    "attr_floor_s": "s",
+    "attr_events": "1",
+    "attr_event_cost_s": "s",
+    "attr_floor_kernel_s": "s",
+    "attr_profiled_call_s": "s",
+    "attr_calls": "1",
+    "attr_pass_s": "s",
+}
+
 UNITS = {
     "latency_s": "s",
     "first_call_s": "s",
@@ -110,6 +132,7 @@ UNITS = {
     "canary_share": "1",
     "canary_chain_baseline_s": "s",
     "canary_read_baseline_s": "s",
+    **ATTRIBUTION_UNITS,
 }
 # Per timed sample (dimension repeat); latency_s first.
 SERIES = {
@@ -122,7 +145,7 @@ SERIES = {
 }
 UNITS |= {name: unit for name, unit in SERIES.items() if name != "latency_s"}
 SCALARS = [name for name in UNITS if name not in SERIES]
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 # Version 1 lacks the contention variables other_cores_probe, other_cores_during, cpu_pressure;
 # versions 1 and 2 lack working_set_bytes and null_call_s (all read as NaN); versions 1 to 3
 # lack the attributes system, cpu_model and gpu_model (the aggregate is told the system; the
@@ -130,7 +153,8 @@ SCHEMA_VERSION = 7
 # layout. Versions 1 to 4 lack calls_per_sample (one call per sample; read as NaN). Versions 1
 # to 5 lack the canary's variables and the slow_machine attribute (NaN). Version 6 lacks
 # canary_read_factor (NaN) and its speed_factor is the larger of the chain's and the read's.
-READABLE = (1, 2, 3, 4, 5, 6, 7)
+# Versions 1 to 7 lack the attribution pass's variables (NaN).
+READABLE = (1, 2, 3, 4, 5, 6, 7, 8)
 UNVERSIONED = 1
 WHAT = "cell file"
 

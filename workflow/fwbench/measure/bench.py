@@ -7,7 +7,6 @@ framework is imported, so `run_cell` does it first and imports the adapter after
 from __future__ import annotations
 
 import functools
-import math
 import os
 import time
 import traceback
@@ -25,6 +24,7 @@ from fwbench.io.artifact_file import artifact_of, read_manifest
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_OK
 from fwbench.measure import compile_cache
+from fwbench.measure.attribution import attribute, floor_s
 from fwbench.measure.job import Watchdog, failure_attrs
 from fwbench.measure.speed import (
     CellCanary,
@@ -87,6 +87,26 @@ def _measure(request: CellRequest, cell: Cell) -> None:
     record_speed(cell, timing, speed)
     canary_bytes = canary.buffer_bytes if canary else 0
     _describe_runner(runner, prepared, cell, request.process, rss_before_canary, canary_bytes)
+    if request.attribution and request.process == 0:
+        _attribute(adapter, runner, prepared, cell)
+
+
+def _attribute(adapter: Any, runner: Any, prepared: Any, cell: Cell) -> None:
+    """The attribution pass (fwbench.measure.attribution), after everything else the cell
+    measures (its memory peak included); its failure is recorded in the cell and fails
+    nothing the cell measured."""
+    median_s = float(np.nanmedian(cell.latency_s))
+    try:
+        scalars, attrs = attribute(adapter, runner, prepared, median_s, cell.scalars["null_call_s"])
+    except NotImplementedError as error:  # a runtime without a profiler: says which
+        cell.attrs["attribution"] = f"not measured: {error}"
+        return
+    except Exception as error:  # the breakdown explains the timing; it is not the timing
+        cell.attrs["attribution"] = f"failed: {type(error).__name__}: {error}"
+        traceback.print_exc()
+        return
+    cell.scalars |= scalars
+    cell.attrs |= attrs
 
 
 def _artifact(request: CellRequest) -> str | None:
@@ -174,13 +194,7 @@ def _timing_scalars(timing: Timing) -> dict[str, float]:
 def _null_call_s(adapter: Any, request: CellRequest) -> float:
     """The framework's (or runtime's) dispatch floor, timed after the cell's samples; NaN
     where the runtime has no one-op model to run (runtimes.litert says why)."""
-    floor = adapter.null_call(request.device)
-    if floor is None:
-        return math.nan
-    null = time_calls(
-        floor.call, floor.sync, NULL_WARMUP, NULL_REPEATS, quiet_probe_s=0.0, context=floor.context
-    )
-    return float(np.median(null.latency_s))
+    return floor_s(adapter.null_call(request.device), NULL_WARMUP, NULL_REPEATS)
 
 
 def _describe_runner(

@@ -39,6 +39,7 @@ class CellRequest:
     retries: int
     timeout_s: float
     inject_failure: bool
+    attribution: bool  # the attribution pass after the timed samples (fwbench.measure.attribution)
     versions: dict[str, str]  # the first distribution names the framework's results
     process: int  # which of the cell's fresh processes this is
     compile_options: dict[str, Any]

@@ -164,6 +164,7 @@ class Plan(ExportPlan):
             retries=bench["retries"],
             timeout_s=bench["timeout_s"],
             inject_failure=f"{fw}/{mode}/{arch}" in bench["inject_failure"],
+            attribution=bench["attribution"],
             process=_process(wildcards),
             compile_options=self.compile_options(fw, mode),
         )

@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from fwbench.io.common import read_netcdf
 from fwbench.io.per_system import one_system
+from fwbench.present.attribution import draw_attribution
 from fwbench.present.figure_data import FigureInputs
 from fwbench.present.hardware_summary import read_hardware_summary
 from fwbench.present.plots_hardware import draw_hardware
@@ -35,6 +36,7 @@ INFERENCE_FIGURES: dict[str, Callable[[FigureInputs], Figure]] = {
     "scaling": draw_scaling,
     "stability": draw_stability,
     "startup": draw_startup,
+    "attribution": draw_attribution,
 }
 SYSTEMS_FIGURES = ("systems",)
 TRAINING_FIGURES: dict[str, Callable[[xr.Dataset], Figure]] = {

@@ -18,6 +18,7 @@ import numpy as np
 from fwbench.frameworks import check_threads
 from fwbench.frameworks.base import EXPORTED_COUNTER_NOTE, BaseRunner
 from fwbench.frameworks.protocols import NullCall
+from fwbench.frameworks.trace import Trace
 from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
 from fwbench.runtimes.layout import permutation
@@ -102,3 +103,13 @@ class RuntimeAdapter:
     def null_call(self, device: str) -> NullCall | None:
         """The runtime's floor: one run of a one-op model; None where it cannot build one."""
         return self._null_call(device, self._threads())
+
+    def profile(self, run: Callable[[], Any], calls: int) -> Trace:
+        """Not yet: ONNX Runtime profiles a session created with profiling on (a second
+        session, not the timed one), and LiteRT's Python interpreter has no profiler. The
+        cell records this reason as its attribution."""
+        raise NotImplementedError(
+            f"{self._runner.RUNTIME} cells have no attribution pass yet: the runtime's profiler "
+            "is not wired in (ONNX Runtime's needs a second session; LiteRT's Python "
+            "interpreter has none)"
+        )

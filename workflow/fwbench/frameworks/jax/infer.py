@@ -15,6 +15,7 @@ device.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
 import jax
@@ -24,8 +25,9 @@ from jax import export as jax_export
 
 from fwbench.frameworks import check_threads
 from fwbench.frameworks.base import EXPORTED_COUNTER_NOTE, BaseRunner, check_device
-from fwbench.frameworks.jax import models
+from fwbench.frameworks.jax import models, profiling
 from fwbench.frameworks.protocols import CompileInfo, NullCall
+from fwbench.frameworks.trace import Trace
 from fwbench.model.specs import CNNSpec, RecurrentSpec
 from fwbench.model.weights import Weights
 
@@ -115,6 +117,22 @@ class JaxRunner(BaseRunner):
             details=details,
         )
 
+    def launch_floor(self) -> NullCall:
+        """Eager: one jax.numpy add on a 1-element array, as an eager op is dispatched (its
+        Python path to the primitive, then the primitive's cached executable); jit and
+        export: the null call, one launch of a jitted 1-element add."""
+        if self.mode != "eager":
+            return null_call(self.device)
+        x = jax.device_put(jnp.zeros(1, dtype=jnp.float32), self._device)
+        return NullCall(lambda: jnp.add(x, 1.0), jax.block_until_ready)
+
+    def own_trace(self, trace: Trace) -> Trace:
+        return replace(
+            trace,
+            note="one dispatch per PjitFunction (an op in eager, the call under jit); XLA's "
+            "thunks as kernels (a fusion is one)",
+        )
+
     def cuda_peak_memory_bytes(self) -> int | None:
         """The allocator's peak since the process started (JAX has no reset)."""
         stats = self._device.memory_stats()
@@ -168,6 +186,9 @@ def null_call(device: str) -> NullCall:
     add_one = jax.jit(lambda v: v + 1.0)
     return NullCall(lambda: add_one(x), jax.block_until_ready)
 
+
+# The profiler read for the attribution pass (frameworks.protocols.InferenceAdapter.profile).
+profile = profiling.profile
 
 # A Runner for `spec` holding `weights` in `mode` on `device`; jax modes take no compile options.
 build = JaxRunner.build

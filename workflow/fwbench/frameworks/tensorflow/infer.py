@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,9 @@ import numpy as np
 from fwbench.frameworks import check_threads
 from fwbench.frameworks.base import BaseRunner, check_device
 from fwbench.frameworks.protocols import CompileInfo, NullCall
+from fwbench.frameworks.tensorflow import profiling
 from fwbench.frameworks.tensorflow.models import build_model, tf, to_layout
+from fwbench.frameworks.trace import Trace
 from fwbench.model.weights import Weights
 
 # What the TF profiler counts: matmuls, convolutions and bias adds (not activations).
@@ -190,6 +193,24 @@ class TensorFlowRunner(BaseRunner):
     def cuda_peak_memory_bytes(self) -> int | None:
         return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
 
+    def launch_floor(self) -> NullCall:
+        """Eager: TF's null call; function and xla: a 1-element add through tf.function
+        (jit_compile as the mode has it), read back as every call is."""
+        if self.mode == "eager":
+            return null_call(self.device)
+        add_one = tf.function(lambda v: v + 1.0, jit_compile=self.mode == "xla")
+        with tf.device(self._device_name):
+            x = tf.zeros([1])
+        return NullCall(lambda: add_one(x), self.sync, lambda: tf.device(self._device_name))
+
+    def own_trace(self, trace: Trace) -> Trace:
+        return replace(
+            trace,
+            note="one dispatch per TFE_Py_*Execute (an op in eager, the function call "
+            "otherwise); kernels: an eager op's kernel run, the graph executor's op kernels, "
+            "XLA's thunks (a fusion is one)",
+        )
+
     def counter_flops(self, prepared: tf.Tensor) -> tuple[float | None, str]:
         """TF's profiler (float_operation) over the traced graph of one call.
 
@@ -228,6 +249,9 @@ def null_call(device: str) -> NullCall:
         lambda: tf.add(x, 1.0), lambda output: output.numpy(), lambda: tf.device(placement)
     )
 
+
+# The profiler read for the attribution pass (frameworks.protocols.InferenceAdapter.profile).
+profile = profiling.profile
 
 # A Runner for `spec` holding `weights` in `mode` on `device`; tensorflow modes take no compile
 # options.

@@ -1,4 +1,5 @@
-"""The report in order, results first: the header and the cross-checks' one-line verdict, the
+"""The report in order, findings first: the header and the cross-checks' one-line verdict, the
+findings (fwbench.present.report.findings: every number in a table or figure below), the
 systems side by side, then per system its results (figures, winners, statistics tables), its
 failed and flagged cells, its deployment paths (support matrix, export costs), its measurement
 quality, its hardware and method; then training,
@@ -8,6 +9,7 @@ context, loaded once, feeds every section."""
 from __future__ import annotations
 
 from fwbench.io.atomic import write_text
+from fwbench.present.report.attribution import attribution_section
 from fwbench.present.report.checks import checks_section, verdict_line
 from fwbench.present.report.compare import compare_section
 from fwbench.present.report.context import (
@@ -18,6 +20,7 @@ from fwbench.present.report.context import (
     load_context,
 )
 from fwbench.present.report.deployment import deployment_section
+from fwbench.present.report.findings import findings_section
 from fwbench.present.report.hardware import hardware_section
 from fwbench.present.report.header import header_section
 from fwbench.present.report.markdown import demote
@@ -36,7 +39,9 @@ from fwbench.present.report.training import training_section
 
 def render(context: ReportContext) -> str:
     """The report's Markdown from its context."""
-    sections = [header_section(context), verdict_line(context), systems_section(context)]
+    sections = [header_section(context), verdict_line(context)]
+    sections += [findings_section(context, part) for part in context.parts]
+    sections.append(systems_section(context))
     sections += [system_part(context, part) for part in context.parts]
     sections += [
         training_section(context),
@@ -53,6 +58,7 @@ def system_part(context: ReportContext, part: SystemPart) -> str:
         figures_section,
         winners_section,
         statistics_tables_section,
+        attribution_section,
         problems_section,
         deployment_section,
         startup_section,

@@ -20,6 +20,7 @@ FIGURE_TITLES = {
     "scaling": "Batch scaling",
     "stability": "Measurement stability",
     "startup": "Start-up: time to first answer",
+    "attribution": "Where the time goes",
     "training_time": "Training cost",
     "training_curves": "Training curves",
 }

@@ -1,0 +1,297 @@
+"""Where a cell's time goes: the XSpace reader, the trace's interval arithmetic and event
+rules, the four parts the statistics split a median into, and the pass in a cell (with the
+fake adapter; the frameworks' own profilers: test_attribution_frameworks)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from fwbench import frameworks
+from fwbench.analysis.attribution import PART_LABELS, PARTS, dominant_part, time_parts
+from fwbench.frameworks.trace import KernelRule, Trace, XSpaceRules, merged, top_level
+from fwbench.frameworks.xspace import Event, Line, Plane, parse_xspace
+from fwbench.io.cell_file import read_cell
+from fwbench.measure import bench
+from fwbench.measure.attribution import MAX_CALLS, MIN_CALLS, profiled_calls
+
+import fake_adapter
+
+# ---- a minimal XSpace writer (protobuf wire format), to read back ------------------------
+
+
+def _varint(value: int) -> bytes:
+    value &= (1 << 64) - 1  # int64 fields: two's complement, ten bytes for a negative value
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def _field(number: int, value: int | bytes | str) -> bytes:
+    if isinstance(value, int):
+        return _varint(number << 3) + _varint(value)
+    data = value.encode() if isinstance(value, str) else value
+    return _varint(number << 3 | 2) + _varint(len(data)) + data
+
+
+def _xspace(lines: dict[str, list[tuple[str, int, int]]], line_start_ns: int = 1000) -> bytes:
+    """One host plane; per line its events as (name, offset_ps, duration_ps)."""
+    names = sorted({name for events in lines.values() for name, _, _ in events})
+    ids = {name: i + 1 for i, name in enumerate(names)}
+    plane = _field(2, "/host:CPU")
+    for name, i in ids.items():
+        plane += _field(4, _field(1, i) + _field(2, _field(1, i) + _field(2, name)))
+    for line_name, events in lines.items():
+        body = _field(2, line_name) + _field(3, line_start_ns)
+        for name, offset, duration in events:
+            body += _field(4, _field(1, ids[name]) + _field(2, offset) + _field(3, duration))
+        body += _field(9, 123) + _varint(20 << 3 | 1) + bytes(8)  # fields it skips
+        plane += _field(3, body)
+    return _field(1, plane) + _field(2, "an error string the reader skips")
+
+
+def test_the_xspace_reader_gives_each_event_its_name_start_and_duration():
+    (plane,) = parse_xspace(_xspace({"python": [("op", 2_000, 5_500), ("op", 9_000, 1_000)]}))
+    assert plane.name == "/host:CPU" and plane.lines[0].name == "python"
+    first, second = plane.lines[0].events
+    assert (first.name, first.start_ns, first.duration_ns) == ("op", 1002.0, 5.5)
+    assert second.end_ns == pytest.approx(1010.0)
+
+
+def test_the_xspace_reader_reads_a_negative_line_start():
+    (plane,) = parse_xspace(_xspace({"t": [("k", 0, 1000)]}, line_start_ns=-5))
+    assert plane.lines[0].events[0].start_ns == -5.0
+
+
+# ---- the trace: intervals and rules --------------------------------------------------------
+
+
+def test_nested_and_overlapping_kernels_count_once():
+    assert merged([(5, 6), (0, 4), (1, 2), (3, 5), (8, 9)]) == [(0, 6), (8, 9)]
+    trace = Trace(calls=1, dispatches=1, kernels=((0, 4), (1, 2), (3, 5)), events=3)
+    assert trace.kernel_ns() == 5 and len(trace.regions()) == 1
+
+
+def test_a_dispatch_inside_a_dispatch_counts_once():
+    events = [Event("d", 0, 10), Event("d", 1, 8), Event("d", 12, 3)]
+    assert [e.start_ns for e in top_level(events)] == [0, 12]
+
+
+def _plane(lines: dict[str, list[tuple[str, float, float]]]) -> list[Plane]:
+    return [
+        Plane(
+            "/host:CPU",
+            [Line(n, [Event(*e) for e in events]) for n, events in lines.items()],
+        ),
+        Plane("/host:metadata", [Line("m", [Event("kernel", 0, 1e6)])]),  # not a timeline
+    ]
+
+
+def test_xspace_rules_pick_dispatches_and_kernels_by_name_line_and_container():
+    rules = XSpaceRules(
+        dispatch=r"^Call",
+        kernels=(
+            KernelRule(lines=r"^worker"),
+            KernelRule(lines=r"^python$", inside=r"^Execute$"),
+        ),
+        not_kernel=r"^end: ",
+    )
+    planes = _plane(
+        {
+            "python": [
+                ("Call", 0, 100),
+                ("Call", 1, 98),  # nested: the same dispatch
+                ("Execute", 10, 50),
+                ("inline", 20, 10),  # inside Execute: a kernel
+                ("glue", 70, 10),  # outside it: not one
+            ],
+            "worker/1": [("fusion", 30, 20), ("end: fusion", 50, 1)],
+        }
+    )
+    trace = rules.trace(planes, calls=1)
+    assert trace.dispatches == 1
+    assert sorted(trace.kernels) == [(20, 30), (30, 50)]
+    assert trace.kernel_ns() == 30 and trace.events == 7
+
+
+# ---- the four parts --------------------------------------------------------------------------
+
+
+def _parts(median, roof, kernel, dispatches, floor):
+    return time_parts(
+        *(np.array([v], dtype=float) for v in (median, roof, kernel, dispatches, floor))
+    )
+
+
+def test_the_four_parts_add_up_to_the_median():
+    parts = _parts(median=100.0, roof=20.0, kernel=50.0, dispatches=4, floor=5.0)
+    assert [float(parts[p][0]) for p in PARTS] == [20.0, 30.0, 20.0, 30.0]
+    assert float(parts["explained_share"][0]) == pytest.approx(0.7)
+    assert float(parts["attribution_closure"][0]) == pytest.approx(1.0)
+
+
+def test_kernels_seen_below_the_roof_leave_the_roof_and_no_excess():
+    parts = _parts(median=100.0, roof=40.0, kernel=10.0, dispatches=1, floor=10.0)
+    assert float(parts["kernel_excess_s"][0]) == 0.0
+    assert float(parts["residual_s"][0]) == 50.0
+
+
+def test_parts_that_overshoot_the_median_show_in_the_closure_not_a_negative_residual():
+    parts = _parts(median=100.0, roof=10.0, kernel=80.0, dispatches=5, floor=8.0)
+    assert float(parts["residual_s"][0]) == 0.0
+    assert float(parts["attribution_closure"][0]) == pytest.approx(1.2)
+
+
+def test_unseen_kernels_leave_the_excess_unknown_and_in_the_residual():
+    parts = _parts(median=100.0, roof=10.0, kernel=math.nan, dispatches=1, floor=20.0)
+    assert math.isnan(float(parts["kernel_excess_s"][0]))
+    assert float(parts["residual_s"][0]) == 70.0
+    assert float(parts["explained_share"][0]) == pytest.approx(0.3)
+
+
+def test_a_cell_without_a_pass_or_roof_has_no_parts():
+    for missing in ({"floor": math.nan}, {"roof": math.nan}):
+        values = dict(median=100.0, roof=10.0, kernel=5.0, dispatches=1, floor=2.0) | missing
+        parts = _parts(**values)
+        assert all(math.isnan(float(parts[p][0])) for p in PARTS)
+        assert dominant_part(parts)[0] == ""
+
+
+def test_the_dominant_part_is_the_largest():
+    parts = _parts(median=100.0, roof=5.0, kernel=10.0, dispatches=20, floor=4.0)
+    assert dominant_part(parts)[0] == PART_LABELS["dispatch_s"]
+
+
+def test_the_profiled_calls_last_about_the_target_within_limits():
+    assert profiled_calls(1e-6) == MAX_CALLS
+    assert profiled_calls(1.0) == MIN_CALLS
+    assert profiled_calls(1e-3) == 50
+    assert profiled_calls(math.nan) == MIN_CALLS
+
+
+# ---- the pass in a cell ----------------------------------------------------------------------
+
+
+@pytest.fixture
+def fake(monkeypatch, tmp_path):
+    monkeypatch.setattr(frameworks, "load", lambda framework, part="infer": fake_adapter)
+    monkeypatch.setattr(fake_adapter, "FAIL_IN_BUILD", None)
+    monkeypatch.setattr(bench, "setup_threads", lambda threads: {"threads": threads})
+    return tmp_path
+
+
+def test_a_cell_records_the_pass_after_its_samples(fake):
+    bench.run_cell(fake_adapter.request(lock=str(fake / "lock")), fake / "cell.nc")
+    cell = read_cell(fake / "cell.nc")
+    assert cell.attrs["attribution"] == "the fake profiler: one kernel per call"
+    assert float(cell["attr_dispatches"]) == 1.0 and float(cell["attr_kernel_regions"]) == 1.0
+    raw, kernel = float(cell["attr_kernel_raw_s"]), float(cell["attr_kernel_s"])
+    profiled = float(cell["attr_profiled_call_s"])
+    # half of each profiled call is its kernel, less the floor's own recorded kernel
+    assert raw == pytest.approx(fake_adapter.KERNEL_SHARE * profiled, rel=0.2)
+    assert kernel == pytest.approx(raw - float(cell["attr_floor_kernel_s"]), rel=1e-6)
+    assert float(cell["attr_floor_s"]) > 0 and float(cell["attr_pass_s"]) > 0
+
+
+def test_bench_attribution_false_leaves_the_pass_out(fake):
+    request = fake_adapter.request(lock=str(fake / "lock"), attribution=False)
+    bench.run_cell(request, fake / "cell.nc")
+    cell = read_cell(fake / "cell.nc")
+    assert "attribution" not in cell.attrs and np.isnan(float(cell["attr_kernel_s"]))
+
+
+def test_a_failing_pass_is_recorded_and_the_cell_keeps_its_timing(fake, monkeypatch):
+    def broken(run, calls):
+        raise RuntimeError("profiler exploded")
+
+    monkeypatch.setattr(fake_adapter, "profile", broken)
+    bench.run_cell(fake_adapter.request(lock=str(fake / "lock")), fake / "cell.nc")
+    cell = read_cell(fake / "cell.nc")
+    assert cell.attrs["status"] == "ok" and np.isfinite(cell["latency_s"]).all()
+    assert cell.attrs["attribution"] == "failed: RuntimeError: profiler exploded"
+
+
+# ---- through the aggregate and the statistics into the table and figure ------------------
+
+
+def _stats_of(tmp_path):
+    from fwbench.analysis.roofline import HardwareLimits
+    from fwbench.analysis.stats import StatsSettings, summarize
+    from fwbench.io.cell_file import Cell
+
+    from synthetic import aggregate_of
+
+    cells = []
+    for mode, attrs, scalars in (
+        ("eager", {"attribution": "aten ops"}, ATTRIBUTED),
+        ("onnxrt", {"attribution": "not measured: onnxrt cells have no pass yet"}, {}),
+    ):
+        cell = Cell("torch", mode, "mlp", 1, repeats=10)
+        cell.latency_s = np.full(10, 100e-6)
+        cell.scalars = {"flops": 1e3, "bytes": 1e3, "working_set_bytes": 2e3} | scalars
+        cell.attrs = {"host": "h", "device": "cpu", "framework_version": "1.0", "contended": 0}
+        cell.attrs |= attrs
+        cells.append(cell)
+    limits = HardwareLimits(1e12, 1e12, source="test")  # roof: 1e3 FLOP at 1e12/s = 1 ns
+    return summarize(aggregate_of(tmp_path, cells), limits, StatsSettings(table_batch=1))
+
+
+ATTRIBUTED = {"attr_kernel_s": 30e-6, "attr_dispatches": 5.0, "attr_floor_s": 4e-6}
+
+
+def test_the_statistics_split_each_attributed_median_into_its_parts(tmp_path):
+    stats = _stats_of(tmp_path).sel(framework="torch", arch="mlp", batch=1)
+    eager, onnx = stats.sel(mode="eager"), stats.sel(mode="onnxrt")
+    assert float(eager["roof_s"]) == pytest.approx(1e-9)
+    assert float(eager["kernel_excess_s"]) == pytest.approx(30e-6 - 1e-9)
+    assert float(eager["dispatch_s"]) == pytest.approx(20e-6)
+    assert float(eager["residual_s"]) == pytest.approx(50e-6)
+    assert str(eager["dominant_part"].values) == "the rest"
+    assert math.isnan(float(onnx["dispatch_s"])) and str(onnx["dominant_part"].values) == ""
+    assert str(onnx["attribution"].values).startswith("not measured")
+
+
+def test_the_table_and_figure_show_the_parts_and_name_the_cells_without(tmp_path):
+    from fwbench.present.attribution import (
+        attribution_table,
+        draw_attribution,
+        unattributed,
+    )
+    from fwbench.present.figure_data import FigureInputs
+
+    stats = _stats_of(tmp_path)
+    row = next(line for line in attribution_table(stats, 1).splitlines() if "torch/eager" in line)
+    assert "| 100.0 |" in row and "| 20.0 |" in row and "| 50.0 |" in row and "the rest" in row
+    assert unattributed(stats, 1) == [("torch/onnxrt", "not measured")]
+    figure = draw_attribution(FigureInputs(stats, table_batch=1))
+    assert len([p for ax in figure.axes for p in ax.patches]) == 4  # one cell, four parts
+
+
+def test_the_batch_fit_recovers_a_fixed_cost_and_a_per_sample_cost():
+    from fwbench.analysis.attribution import batch_fit
+
+    batches = np.array([1.0, 8.0, 32.0, 128.0])
+    medians = np.array([[5e-6 + 2e-7 * batches, [3e-6, np.nan, np.nan, np.nan]]])
+    fit = batch_fit(medians, batches)
+    assert fit["batch_fit_alpha_s"][0, 0] == pytest.approx(np.full(4, 5e-6))
+    assert fit["batch_fit_beta_s"][0, 0, 2] == pytest.approx(2e-7)
+    assert np.isnan(fit["batch_fit_alpha_s"][0, 1]).all()  # one batch: no fit
+
+
+def test_the_compile_gain_splits_the_saving_by_part():
+    from fwbench.analysis.attribution import compile_gain
+
+    parts = {  # (framework, mode: eager then compiled, arch, batch)
+        "roof_s": np.array([[[[1.0]], [[1.0]]]]),
+        "kernel_excess_s": np.array([[[[4.0]], [[2.0]]]]),
+        "dispatch_s": np.array([[[[10.0]], [[1.0]]]]),
+        "residual_s": np.array([[[[5.0]], [[6.0]]]]),
+    }
+    gain = compile_gain(parts, eager=0)
+    assert [float(gain[k][0, 1, 0, 0]) for k in gain] == [9.0, 2.0, -1.0]
+    assert all(np.isnan(v).all() for v in compile_gain(parts, eager=None).values())

@@ -1,0 +1,122 @@
+"""The attribution pass with each framework's own profiler, on models whose answer is known: a
+deep, narrow MLP at batch 1 spends its time dispatching tiny ops (the kernels must be a small
+part of it), two large GEMM layers spend it in the kernels (they must be most of it).
+Each framework runs in a fresh process, as a cell does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+DEEP_NARROW = ("mlp", {"input": 16, "hidden": [16] * 16, "classes": 4}, 1)
+LARGE_GEMM = ("mlp", {"input": 1024, "hidden": [1024], "classes": 1024}, 128)
+COMPILED = {"torch": "compiled", "jax": "jit", "tensorflow": "xla"}
+
+
+def _one(framework: str, mode: str, arch: str, dims: dict, batch: int) -> dict:
+    """A short timing of one model and mode, its null call and the pass over it."""
+    from fwbench import frameworks
+    from fwbench.host.harness import time_calls
+    from fwbench.measure.attribution import attribute, floor_s
+    from fwbench.model import weights
+    from fwbench.model.specs import build_spec
+
+    adapter = frameworks.load_inference(framework, mode)
+    adapter.set_threads(1)
+    spec = build_spec(arch, dims)
+    runner = adapter.build(spec, weights.make_weights(spec, 0), mode, "cpu")
+    prepared = runner.prepare(weights.make_input(spec, batch, 0))
+    timing = time_calls(
+        lambda: runner.call_in_context(prepared),
+        runner.sync,
+        warmup=10,
+        repeats=15,
+        min_sample_s=0.02,
+        quiet_probe_s=0.0,
+        context=runner.timing_context,
+    )
+    median = float(np.median(timing.latency_s))
+    scalars, attrs = attribute(adapter, runner, prepared, median, floor_s(adapter.null_call("cpu")))
+    return {"mode": mode, "median_s": median} | scalars | attrs
+
+
+def measure(framework: str, out: str) -> None:
+    """Both models in eager and the compiled mode, in this process, to `out` (JSON rows)."""
+    from fwbench import frameworks
+    from fwbench.host.threads import setup_threads
+
+    os.environ.update(frameworks.pre_import_env(framework, "cpu"))
+    setup_threads(1)
+    rows = [
+        _one(framework, mode, arch, dims, batch) | {"model": name}
+        for name, (arch, dims, batch) in {
+            "deep_narrow": DEEP_NARROW,
+            "large_gemm": LARGE_GEMM,
+        }.items()
+        for mode in ("eager", COMPILED[framework])
+    ]
+    Path(out).write_text(json.dumps(rows))
+
+
+def _measured(tmp_path: Path, framework: str) -> dict[tuple[str, str], dict]:
+    out = tmp_path / "rows.json"
+    script = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        "from test_attribution_frameworks import measure; "
+        f"measure({framework!r}, {str(out)!r})"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return {(row["model"], row["mode"]): row for row in json.loads(out.read_text())}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
+def test_dispatch_dominates_a_deep_narrow_model_and_kernels_a_large_gemm(tmp_path, framework):
+    rows = _measured(tmp_path, framework)
+    eager = rows["deep_narrow", "eager"]
+    dispatch = eager["attr_dispatches"] * eager["attr_floor_s"]
+    assert eager["attr_dispatches"] >= 16, eager  # at least one op per layer
+    assert eager["attr_kernel_s"] < 0.2 * eager["median_s"], eager
+    assert dispatch > 2 * eager["attr_kernel_s"], eager
+    for mode in ("eager", COMPILED[framework]):
+        gemm = rows["large_gemm", mode]  # the kernels: the largest part, by far
+        assert gemm["attr_kernel_s"] > 0.5 * gemm["median_s"], gemm
+        assert gemm["attr_dispatches"] * gemm["attr_floor_s"] < 0.2 * gemm["median_s"], gemm
+    compiled = rows["deep_narrow", COMPILED[framework]]
+    assert compiled["attr_dispatches"] < eager["attr_dispatches"], compiled  # one launch
+
+
+@pytest.mark.slow
+def test_the_xspace_reader_agrees_with_jaxs_own(tmp_path):
+    jax = pytest.importorskip("jax")
+    from jax.profiler import ProfileData
+
+    from fwbench.frameworks.xspace import read_xspace
+
+    f = jax.jit(lambda v: (v @ v.T).sum())
+    x = jax.numpy.ones((32, 32))
+    f(x).block_until_ready()
+    with jax.profiler.trace(str(tmp_path)):
+        for _ in range(3):
+            f(x).block_until_ready()
+    (path,) = tmp_path.rglob("*.xplane.pb")
+    theirs = ProfileData.from_file(str(path))
+    mine = read_xspace(tmp_path)
+    assert [p.name for p in mine] == [p.name for p in theirs.planes]
+    compared = 0
+    for plane, their_plane in zip(mine, theirs.planes, strict=True):
+        for line, their_line in zip(plane.lines, their_plane.lines, strict=True):
+            their_events = list(their_line.events)
+            assert [e.name for e in line.events] == [e.name for e in their_events]
+            for event, theirs_ in zip(line.events, their_events, strict=True):
+                assert event.start_ns == pytest.approx(theirs_.start_ns, abs=1.0)
+                assert event.duration_ns == pytest.approx(theirs_.duration_ns, abs=1e-3)
+                compared += 1
+    assert compared > 10

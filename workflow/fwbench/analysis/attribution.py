@@ -1,0 +1,133 @@
+"""Where a cell's time goes: its clean median split into four parts that add up to it, from the
+attribution pass (fwbench.measure.attribution) and the roofline (fwbench.analysis.roofline).
+
+- roof_s: the cache-aware lower bound, the least time the cell's work can take here;
+- kernel_excess_s: the kernel time the profiler saw beyond that bound (0 where it saw less:
+  kernels it cannot see, such as inductor's generated C++, are then in the residual);
+- dispatch_s: the ops or launches per call × the mode's own launch floor;
+- residual_s: the rest of the median: allocation, glue, synchronization, idle.
+
+The parts add up to the median exactly while the residual is not negative; where kernel time and
+dispatch together exceed the median (a profiled run's kernels inflated, a floor above what the
+call pays) the residual is 0 and `attribution_closure` (the parts' sum over the median) says by
+how much they overshoot: within CLOSURE_TOLERANCE the breakdown holds. `explained_share` is the
+share of the median the first three parts explain. Where the profiler cannot see the kernels at
+all (kernel time NaN), the kernel excess is unknown and the residual holds it.
+
+Two cross-checks: `batch_fit` (latency = α + β·batch over a variant's batches; α, the cost
+whatever the batch, set against the dispatch part without the profiler) and `compile_gain` (a
+compiled or exported mode's time against its eager cell, split into dispatch removed, kernel
+time changed and the rest).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from fwbench.io.dims import EAGER_MODE
+
+PARTS = ("roof_s", "kernel_excess_s", "dispatch_s", "residual_s")
+PART_LABELS = {
+    "roof_s": "roofline bound",
+    "kernel_excess_s": "kernel excess",
+    "dispatch_s": "dispatch",
+    "residual_s": "the rest",
+}
+CLOSURE_TOLERANCE = 0.10
+# stats.nc's variables of the breakdown, with units.
+UNITS = {part: "s" for part in PARTS} | {"explained_share": "1", "attribution_closure": "1"}
+UNITS |= {name: "s" for name in ("batch_fit_alpha_s", "batch_fit_beta_s")}
+UNITS |= {name: "s" for name in ("gain_dispatch_s", "gain_kernel_s", "gain_rest_s")}
+# From the cells (the pass's per-call readings), as the aggregate pooled them.
+FROM_CELLS = (
+    "attr_dispatches",
+    "attr_kernel_s",
+    "attr_floor_s",
+    "attr_event_cost_s",
+    "attr_events",
+    "attr_profiled_call_s",
+    "attr_pass_s",
+)
+
+
+def time_parts(
+    median_s: np.ndarray,
+    lower_bound_s: np.ndarray,
+    kernel_s: np.ndarray,
+    dispatches: np.ndarray,
+    floor_s: np.ndarray,
+) -> dict[str, np.ndarray]:
+    """The four parts, the share they explain and their closure, per cell (NaN where the cell
+    has no median, roof or pass; the kernel excess alone NaN where kernels were not seen)."""
+    dispatch = dispatches * floor_s
+    complete = ~(np.isnan(median_s) | np.isnan(lower_bound_s) | np.isnan(dispatch))
+    seen = complete & ~np.isnan(kernel_s)
+    kernel = np.where(seen, np.fmax(kernel_s, lower_bound_s), lower_bound_s)
+    residual = median_s - kernel - dispatch
+    with np.errstate(invalid="ignore", divide="ignore"):
+        parts = {
+            "roof_s": lower_bound_s,
+            "kernel_excess_s": np.where(seen, kernel - lower_bound_s, np.nan),
+            "dispatch_s": dispatch,
+            "residual_s": np.fmax(residual, 0.0),
+            "explained_share": (kernel + dispatch) / median_s,
+            "attribution_closure": (kernel + dispatch + np.fmax(residual, 0.0)) / median_s,
+        }
+    return {name: np.where(complete, values, np.nan) for name, values in parts.items()}
+
+
+def dominant_part(parts: dict[str, np.ndarray]) -> np.ndarray:
+    """Per cell, the label of its largest part ('' where the breakdown is missing)."""
+    stacked = np.stack([np.nan_to_num(parts[p], nan=-1.0) for p in PARTS], axis=-1)
+    complete = ~np.isnan(parts["roof_s"])
+    labels = np.array([PART_LABELS[p] for p in PARTS], dtype=object)
+    return np.where(complete, labels[np.argmax(stacked, axis=-1)], "").astype(object)
+
+
+def batch_fit(median_s: np.ndarray, batches: np.ndarray) -> dict[str, np.ndarray]:
+    """Per (framework, mode, arch), latency = α + β·batch fitted by least squares over the
+    batches measured (the last axis), broadcast back over them: α is the cost a call pays
+    whatever its batch (dispatch and fixed overhead), set against `dispatch_s`. NaN with
+    fewer than two batches."""
+    x = np.broadcast_to(np.asarray(batches, dtype=float), median_s.shape)
+    seen = np.isfinite(median_s)
+    count = seen.sum(axis=-1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean_x = np.where(seen, x, 0).sum(axis=-1, keepdims=True) / count
+        mean_y = np.where(seen, median_s, 0).sum(axis=-1, keepdims=True) / count
+        dx = np.where(seen, x - mean_x, 0)
+        beta = (dx * np.where(seen, median_s - mean_y, 0)).sum(axis=-1, keepdims=True) / (
+            dx**2
+        ).sum(axis=-1, keepdims=True)
+    alpha = mean_y - beta * mean_x
+    enough = count >= 2
+    shape = median_s.shape
+    return {
+        "batch_fit_alpha_s": np.broadcast_to(np.where(enough, alpha, np.nan), shape).copy(),
+        "batch_fit_beta_s": np.broadcast_to(np.where(enough, beta, np.nan), shape).copy(),
+    }
+
+
+def eager_index(modes: list[str]) -> int | None:
+    return modes.index(EAGER_MODE) if EAGER_MODE in modes else None
+
+
+def compile_gain(parts: dict[str, np.ndarray], eager: int | None) -> dict[str, np.ndarray]:
+    """Per cell against its framework's eager cell (mode index `eager`, axis 1): how much of
+    the time the mode saves is dispatch removed, kernel time changed (roof + excess) and the
+    rest; positive: this mode spends less there. NaN without an eager cell."""
+    kernel = parts["roof_s"] + parts["kernel_excess_s"]  # NaN where kernels were not seen
+    kinds = {"gain_dispatch_s": parts["dispatch_s"], "gain_kernel_s": kernel}
+    kinds["gain_rest_s"] = parts["residual_s"]
+    if eager is None:
+        return {name: np.full(kernel.shape, np.nan) for name in kinds}
+    return {name: values[:, eager : eager + 1] - values for name, values in kinds.items()}
+
+
+def attribution_variables(cells: dict[str, np.ndarray], coords: tuple[list, ...]) -> dict:
+    """stats.nc's breakdown of every cell (`cells`: the statistics so far, the pass's readings
+    and the roofline's bound; `coords`: framework, mode, arch and batch values)."""
+    names = ("median_s", "lower_bound_s", "attr_kernel_s", "attr_dispatches", "attr_floor_s")
+    parts = time_parts(*(cells[name] for name in names))
+    parts |= batch_fit(cells["median_s"], np.array(coords[3], dtype=float))
+    return parts | compile_gain(parts, eager_index(list(coords[1])))

@@ -1,0 +1,99 @@
+"""torch.profiler's events read for the attribution pass (fwbench.measure.attribution): the
+infer adapter's `profile`.
+
+A dispatch is a top-level CPU op (a compiled region counts one launch). A kernel is the self
+time (its interval less its children's) of an op below a top-level op, or of a top-level op
+with nothing below it, unless the op only makes a view or reads metadata (METADATA_OPS: t,
+expand, as_strided and the like do no data work) or wraps compiled code (WRAPPERS). The
+top-level op's own self time is its dispatch, not a kernel.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from fwbench.frameworks.trace import Trace, self_time
+
+# torch.profiler's events around compiled code: neither a dispatch nor a kernel.
+WRAPPERS = re.compile(
+    r"^(Torch-Compiled Region|TorchDynamo Cache Lookup|Pregraph bytecode|AOTDispatcher|## |"
+    r"CompiledFunction|ProfilerStep)"
+)
+NOT_DISPATCH = re.compile(r"^(TorchDynamo Cache Lookup|ProfilerStep)")
+# aten ops that make a view, allocate or read metadata: no data work of their own.
+METADATA_OPS = frozenset(
+    {
+        "aten::t",
+        "aten::as_strided",
+        "aten::transpose",
+        "aten::expand",
+        "aten::view",
+        "aten::reshape",
+        "aten::_reshape_alias",
+        "aten::permute",
+        "aten::unsqueeze",
+        "aten::squeeze",
+        "aten::slice",
+        "aten::select",
+        "aten::resolve_conj",
+        "aten::resolve_neg",
+        "aten::detach",
+        "aten::alias",
+        "aten::empty",
+        "aten::empty_strided",
+        "aten::_unsafe_view",
+        "aten::flatten",
+        "aten::unflatten",
+        "aten::narrow",
+        "aten::split",
+        "aten::chunk",
+        "aten::unbind",
+        "aten::lift_fresh",
+        "aten::numpy_T",
+        "aten::contiguous",
+        "aten::expand_as",
+        "aten::view_as",
+    }
+)
+
+
+def _is_kernel(event: Any) -> bool:
+    if WRAPPERS.match(event.name) or event.name in METADATA_OPS:
+        return False
+    return event.cpu_parent is not None or not event.cpu_children
+
+
+def _ns(event: Any) -> tuple[float, float]:
+    return event.time_range.start * 1e3, event.time_range.end * 1e3
+
+
+def profile(run: Callable[[], Any], calls: int) -> Trace:
+    """torch.profiler (CPU, and CUDA where torch sees it) around `run`, read as above."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    activities = [ProfilerActivity.CPU]
+    if torch.cuda.is_available():
+        activities.append(ProfilerActivity.CUDA)
+    with torch_profile(activities=activities) as profiler:
+        run()
+    events = profiler.events()
+    dispatches = sum(
+        1
+        for e in events
+        if e.cpu_parent is None
+        and e.device_type == DeviceType.CPU
+        and not NOT_DISPATCH.match(e.name)
+    )
+    kernel_events = [e for e in events if _is_kernel(e)]
+    kernels = tuple(
+        piece
+        for e in kernel_events
+        for piece in self_time(*_ns(e), (_ns(child) for child in e.cpu_children))
+    )
+    return Trace(calls, dispatches, kernels, len(events), kernel_events=len(kernel_events))

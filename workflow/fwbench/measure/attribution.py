@@ -1,0 +1,144 @@
+"""The attribution pass: after a cell's timed samples (never inside them), the framework's own
+profiler over a few calls says how many ops or launches a call dispatches and how long its
+kernels run; the statistics split the clean median into roofline bound, kernel excess,
+dispatch and the rest from it (fwbench.analysis.attribution).
+
+What the pass measures, per call:
+- `attr_dispatches`: ops (eager) or launches (compiled) the framework dispatched.
+- `attr_kernel_s`: the union of the kernel events' intervals (fwbench.frameworks.trace), less the
+  cost inside a kernel event: each kernel event loses the length the same profiler records for
+  the launch floor's kernel (`attr_floor_kernel_s`: a 1-element op, so its length is the
+  dispatcher's and the profiler's cost inside an event, not work; the null call's where the
+  floor's kernel is not seen). `attr_kernel_regions`: the disjoint intervals per call.
+- `attr_floor_s`: the mode's own per-launch floor, unprofiled (the runner's launch_floor: the
+  null call for eager modes, an identity of the same compiler for compiled ones).
+- The profiler's own cost, calibrated on the floor call under the same profiler: per event,
+  (profiled floor call - unprofiled floor call) / its events (`attr_event_cost_s`), and the
+  profiled run's wall per call (`attr_profiled_call_s`), so a reader sees how far the
+  profiled run sat from the clean one.
+- `attr_pass_s`: the whole pass's wall time (its cost to the sweep).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from fwbench.frameworks.protocols import NullCall
+from fwbench.frameworks.trace import Trace
+from fwbench.host.harness import time_calls
+
+PROFILE_TARGET_S = 0.05  # profiled calls: about this long unprofiled
+MIN_CALLS, MAX_CALLS = 3, 200
+CALIBRATION_CALLS = 200
+FLOOR_WARMUP, FLOOR_REPEATS = 50, 200
+
+
+def profiled_calls(median_s: float) -> int:
+    """Calls in the profiled run: about PROFILE_TARGET_S of unprofiled calls, within limits."""
+    if not median_s > 0:
+        return MIN_CALLS
+    return int(min(MAX_CALLS, max(MIN_CALLS, math.ceil(PROFILE_TARGET_S / median_s))))
+
+
+def floor_s(
+    floor: NullCall | None, warmup: int = FLOOR_WARMUP, repeats: int = FLOOR_REPEATS
+) -> float:
+    """A floor call's (or the null call's) median, unprofiled; NaN where there is none."""
+    if floor is None:
+        return math.nan
+    timing = time_calls(
+        floor.call, floor.sync, warmup, repeats, quiet_probe_s=0.0, context=floor.context
+    )
+    return float(np.median(timing.latency_s))
+
+
+def _profile_calls(
+    profile: Callable[[Callable[[], Any], int], Trace],
+    call: Callable[[], Any],
+    sync: Callable[[Any], None],
+    context: Callable[[], Any],
+    calls: int,
+) -> tuple[Trace, float]:
+    """`profile` over `calls` synced calls in `context`; the trace and the wall per call."""
+    wall: list[float] = []
+
+    def run() -> None:
+        start = time.perf_counter()
+        for _ in range(calls):
+            sync(call())
+        wall.append(time.perf_counter() - start)
+
+    with context():
+        trace = profile(run, calls)
+    return trace, wall[0] / calls
+
+
+def _calibration(
+    profile: Callable[[Callable[[], Any], int], Trace], call: NullCall, unprofiled_s: float
+) -> tuple[float, float]:
+    """The profiler's cost on a floor call: per event ((profiled - unprofiled) / its events),
+    and the median length it records for the call's kernel event (NaN where it saw none)."""
+    trace, profiled_s = _profile_calls(
+        profile, call.call, call.sync, call.context, CALIBRATION_CALLS
+    )
+    events_per_call = trace.events / trace.calls
+    per_event = (profiled_s - unprofiled_s) / events_per_call if events_per_call else math.nan
+    count = trace.kernel_count()
+    return per_event, trace.kernel_ns() * 1e-9 / count if count else math.nan
+
+
+def _in_event(
+    adapter: Any, runner: Any, floor: NullCall | None, floor_s_: float, null_call_s: float
+) -> dict[str, float]:
+    """The profiler's cost, calibrated on the mode's launch floor (its kernel event is of the
+    kind the mode's kernels are: an XLA thunk under jit), or on the null call where the floor
+    shows no kernel (inductor's C++ kernels do not reach torch.profiler)."""
+    per_event, in_event = (
+        _calibration(adapter.profile, floor, floor_s_) if floor else (math.nan, math.nan)
+    )
+    if math.isnan(in_event):
+        null = adapter.null_call(runner.device)
+        per_event_null, in_event = _calibration(adapter.profile, null, null_call_s)
+        per_event = per_event_null if math.isnan(per_event) else per_event
+    return {"attr_event_cost_s": per_event, "attr_floor_kernel_s": in_event}
+
+
+def attribute(
+    adapter: Any, runner: Any, prepared: Any, median_s: float, null_call_s: float
+) -> tuple[dict[str, float], dict[str, str]]:
+    """The attribution pass over a timed, warm `runner` (the scalars of
+    fwbench.io.cell_file.ATTRIBUTION_UNITS, and the `attribution` attribute: what the profiler
+    saw and could not see)."""
+    start = time.perf_counter()
+    floor_call = runner.launch_floor()
+    floor = floor_s(floor_call)
+    calls = profiled_calls(median_s)
+    trace, profiled_s = _profile_calls(
+        adapter.profile,
+        lambda: runner.call_in_context(prepared),
+        runner.sync,
+        runner.timing_context,
+        calls,
+    )
+    trace = runner.own_trace(trace)
+    cost = _in_event(adapter, runner, floor_call, floor, null_call_s)
+    regions = len(trace.regions())
+    raw = trace.kernel_ns() * 1e-9 / calls if trace.kernels_visible else math.nan
+    in_event = cost["attr_floor_kernel_s"] * trace.kernel_count() / calls
+    scalars = cost | {
+        "attr_dispatches": trace.dispatches / calls,
+        "attr_kernel_raw_s": raw,
+        "attr_kernel_s": max(raw - in_event, 0.0) if trace.kernels_visible else math.nan,
+        "attr_kernel_regions": regions / calls,
+        "attr_floor_s": floor,
+        "attr_events": trace.events / calls,
+        "attr_profiled_call_s": profiled_s,
+        "attr_calls": calls,
+    }
+    scalars["attr_pass_s"] = time.perf_counter() - start
+    return scalars, {"attribution": trace.note or "kernels and dispatches as the profiler saw them"}

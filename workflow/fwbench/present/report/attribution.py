@@ -1,0 +1,64 @@
+"""A system's "where the time goes" section: the four parts of each cell's median at the table
+batch (fwbench.present.attribution's table; its figure is among the figures), and how each part
+is measured."""
+
+from __future__ import annotations
+
+from fwbench.present.attribution import attribution_table, gain_table, unattributed
+from fwbench.present.figure_data import FigureInputs
+from fwbench.present.report.context import ReportContext, SystemPart
+
+METHOD = (
+    "After each cell's timed samples, in process 0, never inside them, the framework's own "
+    "profiler records a few calls (about 50 ms of them): torch.profiler; jax.profiler and "
+    "TensorFlow's profiler, whose XSpace traces one reader parses. From the "
+    "trace, per call: the ops (eager) or launches (compiled) dispatched, and the time inside "
+    "kernels, the union of the kernel events' intervals (an op's self time under torch; the "
+    "graph executor's op kernels and XLA's thunks under TensorFlow and jax), less the length "
+    "the same profiler records for the kernel of the mode's floor call (a 1-element op: the "
+    "profiler's and the dispatcher's cost inside an event, not work). The four parts: the "
+    "**roofline bound** (the cell's cache-aware lower bound); the **kernel excess** (kernel "
+    "time beyond it; 0 where the profiler saw less); **dispatch**, the ops or launches per "
+    "call × the mode's own floor, timed unprofiled (eager: one 1-element op; compiled: a "
+    "1-element add through the same compiler: torch.compile with the cell's options, jax.jit, "
+    "tf.function with or without XLA); and **the rest** (allocation, glue, Python around the "
+    "ops, synchronization, idle), the median less the others. The median is the clean "
+    "timing's; the profiled calls run slower (their wall time and the profiler's cost per "
+    "event, calibrated on the floor call, are in stats.csv: `attr_profiled_call_s`, "
+    "`attr_event_cost_s`). What the profilers cannot see: XLA's fusions are one kernel each; a "
+    "oneDNN primitive is one op; inductor's generated C++ kernels do not reach torch.profiler "
+    "(a compiled torch cell's fused elementwise work is in the rest; its GEMMs and "
+    "convolutions are seen); AOTInductor runs its kernels past torch's dispatcher (kernel "
+    "excess unknown, in the rest; its one launch per call at torch's eager floor); an op whose "
+    "Python path costs more than the floor's puts the difference in the rest."
+)
+
+
+CROSS_CHECKS = (
+    "Without the profiler: α of the batch fit is the intercept of latency = α + β·batch over the "
+    "variant's batches (the cost a call pays whatever its batch), to set against dispatch; the "
+    "table after it splits what a compiled or exported mode saves against eager (positive: it "
+    "spends less there) into dispatch removed, kernel time (roof + excess) and the rest."
+)
+
+
+def attribution_section(context: ReportContext, part: SystemPart) -> str:
+    if "roof_s" not in part.stats:
+        return ""
+    batch = FigureInputs(part.stats).batch
+    missing = unattributed(part.stats, batch)
+    without = (
+        "\n\nWithout parts: " + "; ".join(f"`{variant}`: {why}" for variant, why in missing)
+        if missing
+        else ""
+    )
+    gains = gain_table(part.stats, batch)
+    return (
+        f"## Where the time goes (batch {batch})\n\n{METHOD}{without}\n\n"
+        f"{CROSS_CHECKS}\n\n{attribution_table(part.stats, batch)}"
+        + (
+            f"\nWhat compiling or exporting changed, part by part, against eager:\n\n{gains}"
+            if gains
+            else ""
+        )
+    )
