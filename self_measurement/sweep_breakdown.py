@@ -4,8 +4,9 @@
 
 Per cell, the job's measured window (start_ns..end_ns, inside the timing lock) is split into
 framework import, model build, first call (compile + run), warm-up calls, timed iterations, the
-speed canary's probes between them, and the rest (contention probe, counters, compile
-introspection); rows per framework and per process (0: cold compile cache; later: warm).
+speed canary's probes between them, the attribution pass after them (`attr_pass_s`), and the
+rest (contention probe, counters, compile introspection); rows per framework and per process
+(0: cold compile cache; later: warm).
 Per training run, its window (start_ns..end_ns) is split into set-up (import, build, data),
 the timed epochs (the first one holds the compilation, as a cell's first call does), the
 validation passes and the rest. The
@@ -26,7 +27,16 @@ from pathlib import Path
 from fwbench.io.cell_file import read_cell
 from fwbench.io.train_file import read_run
 
-PARTS = ("import_s", "build_s", "first_call_s", "warmup_s", "timed_s", "canary_s", "other_s")
+PARTS = (
+    "import_s",
+    "build_s",
+    "first_call_s",
+    "warmup_s",
+    "timed_s",
+    "canary_s",
+    "attribution_s",
+    "other_s",
+)
 TRAIN_PARTS = ("setup_s", "epochs_s", "eval_s", "other_s")
 
 
@@ -58,6 +68,8 @@ def cell_parts(path: Path) -> tuple[str, dict[str, float]]:
         "timed_s": timed,
         # canary_share is the probes' share of the timed loop (samples + probes)
         "canary_s": timed * share / (1 - share),
+        # the attribution pass after the samples (process 0; NaN where none ran: 0)
+        "attribution_s": float(ds["attr_pass_s"]) if "attr_pass_s" in ds else 0.0,
     }
     process = "process 0" if int(a.get("process", 0)) == 0 else "later"
     return (a["framework"], process), _split_window(parts, a)
@@ -141,6 +153,12 @@ def main() -> int:
     print(
         f"speed canary probes: {every['canary_s']:.0f} s ({every['canary_s'] / wall:.1%} of wall, "
         f"{every['canary_s'] / timed if timed else 0:.1%} of the timed loops)"
+    )
+    attribution = every["attribution_s"]
+    print(
+        f"attribution pass: {attribution:.0f} s ({attribution / wall:.1%} of wall; the sweep "
+        f"without it: {wall - attribution:.0f} s, so it adds "
+        f"{attribution / (wall - attribution) if wall > attribution else 0:.1%})"
     )
     if train:
         print(f"training runs' windows: {train['window_s']:.0f} s ({train['window_s'] / wall:.0%})")
