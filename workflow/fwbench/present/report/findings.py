@@ -76,7 +76,8 @@ def compile_findings(stats: xr.Dataset) -> list[str]:
         parts = []
         if found["faster"]:
             evens = [b for _, b in found["faster"] if math.isfinite(b)]
-            paid = f", paid back after {_span(evens, 0)} calls" if evens else ""
+            calls = "call" if evens and max(evens) == 1 else "calls"
+            paid = f", paid back after {_span(evens, 0)} {calls}" if evens else ""
             parts.append(
                 f"faster than eager in {len(found['faster'])} cells "
                 f"({_span([s for s, _ in found['faster']], 2, '×')}{paid})"
