@@ -1,4 +1,5 @@
-"""Shared test helpers: the repository root and a snakemake runner with a hard timeout."""
+"""Shared test helpers: the repository root, a snakemake runner with a hard timeout, and a
+function run in a fresh process."""
 
 from __future__ import annotations
 
@@ -13,6 +14,17 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+def in_fresh_process(module: str, function: str, *args: object) -> None:
+    """`module.function(*args)` in a fresh Python process, as a workflow job runs (a framework
+    takes its threads once per process); fails the test with the process's stderr tail."""
+    script = (
+        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
+        f"from {module} import {function}; {function}(*{args!r})"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
 
 
 def snakemake(

@@ -56,7 +56,7 @@ class FakeRunner:
     device = "cpu"
 
     def launch_floor(self):
-        return null_call(self.device)
+        return None  # the null call
 
     def own_trace(self, trace):
         return dataclasses.replace(trace, note="the fake profiler: one kernel per call")

@@ -6,8 +6,6 @@ reason."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +17,7 @@ from fwbench.io.cell_file import read_cell
 from fwbench.plan import paths
 from fwbench.runtimes.layout import permutation
 
+from conftest import in_fresh_process
 from plans import plan_of
 
 DIMS = {
@@ -129,13 +128,15 @@ def _config(framework: str, mode: str, archs: list[str]) -> dict:
     }
 
 
-def export_and_time(workdir: Path, framework: str, mode: str, arch: str) -> None:
+def export_and_time(workdir: str | Path, framework: str, mode: str, arch: str) -> None:
     """The export job, then the cell at batch 3 that runs its artifact (b3.nc), then the
     checks' equivalence rows, in workdir: the three jobs of the workflow. done.json names the
     manifest and holds the rows."""
     from fwbench.measure import checks
     from fwbench.measure.bench import run_cell
     from fwbench.measure.export import run_export
+
+    workdir = Path(workdir)
 
     plan = plan_of(_config(framework, mode, [arch]))
     wildcards = {"system": "local", "framework": framework, "mode": mode, "arch": arch}
@@ -164,13 +165,7 @@ def export_and_time(workdir: Path, framework: str, mode: str, arch: str) -> None
 def _export_and_cell(tmp_path: Path, framework: str, mode: str, arch: str):
     """export_and_time in a fresh process, as the workflow runs each job (TensorFlow takes
     its threads once per process); its manifest, cell and equivalence rows."""
-    script = (
-        f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "
-        "from pathlib import Path; from test_runtimes import export_and_time; "
-        f"export_and_time(Path({str(tmp_path)!r}), {framework!r}, {mode!r}, {arch!r})"
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr[-3000:]
+    in_fresh_process("test_runtimes", "export_and_time", str(tmp_path), framework, mode, arch)
     done = json.loads((tmp_path / "done.json").read_text())
     return Path(done["manifest"]), read_cell(tmp_path / "b3.nc"), done["rows"]
 

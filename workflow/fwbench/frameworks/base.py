@@ -12,6 +12,7 @@ import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable
 from contextlib import AbstractContextManager
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -162,11 +163,15 @@ class BaseRunner(ABC):
         """The framework allocator's peak on an accelerator; None on CPU."""
         return self.cuda_peak_memory_bytes() if self.device == "cuda" else None
 
+    # What the adapter's profile classification counts, for the cell's `attribution` text.
+    TRACE_NOTE: ClassVar[str] = ""
+
     def launch_floor(self) -> NullCall | None:
-        """The mode's own cost of one dispatch or launch (frameworks.protocols.Runner); none
-        unless the adapter has one."""
+        """The mode's own cost of one dispatch or launch (frameworks.protocols.Runner); None:
+        the framework's null call, already timed beside every cell."""
         return None
 
     def own_trace(self, trace: Trace) -> Trace:
-        """The profile as the adapter's classification read it, unless the mode needs more."""
-        return trace
+        """The profile as the adapter's classification read it, with TRACE_NOTE; a mode that
+        needs more overrides this."""
+        return replace(trace, note=self.TRACE_NOTE) if self.TRACE_NOTE else trace

@@ -89,9 +89,9 @@ class Runner(Protocol):
         """The framework's own FLOP count for one call, or None and why not."""
 
     def launch_floor(self) -> NullCall | None:
-        """The mode's own cost of one dispatch or launch, as a call to time: the framework's
-        null call for an eager mode, an identity through the same compiler for a compiled one
-        (fwbench.measure.attribution)."""
+        """The mode's own cost of one dispatch or launch, as a call to time: an identity
+        through the same compiler for a compiled mode; None where it is the framework's null
+        call (fwbench.measure.attribution)."""
 
     def own_trace(self, trace: Trace) -> Trace:
         """A profile of this runner's calls as the mode must be read (what a launch is, which

@@ -10,8 +10,9 @@ What the pass measures, per call:
   the launch floor's kernel (`attr_floor_kernel_s`: a 1-element op, so its length is the
   dispatcher's and the profiler's cost inside an event, not work; the null call's where the
   floor's kernel is not seen). `attr_kernel_regions`: the disjoint intervals per call.
-- `attr_floor_s`: the mode's own per-launch floor, unprofiled (the runner's launch_floor: the
-  null call for eager modes, an identity of the same compiler for compiled ones).
+- `attr_floor_s`: the mode's own per-launch floor, unprofiled (the runner's launch_floor, an
+  identity through the same compiler for compiled modes; the cell's null call, timed already,
+  for the others).
 - The profiler's own cost, calibrated on the floor call under the same profiler: per event,
   (profiled floor call - unprofiled floor call) / its events (`attr_event_cost_s`), and the
   profiled run's wall per call (`attr_profiled_call_s`), so a reader sees how far the
@@ -34,7 +35,7 @@ from fwbench.host.harness import time_calls
 
 PROFILE_TARGET_S = 0.05  # profiled calls: about this long unprofiled
 MIN_CALLS, MAX_CALLS = 3, 200
-CALIBRATION_CALLS = 200
+CALIBRATION_CALLS, CALIBRATION_WARMUP = 200, 50
 FLOOR_WARMUP, FLOOR_REPEATS = 50, 200
 
 
@@ -82,7 +83,10 @@ def _calibration(
     profile: Callable[[Callable[[], Any], int], Trace], call: NullCall, unprofiled_s: float
 ) -> tuple[float, float]:
     """The profiler's cost on a floor call: per event ((profiled - unprofiled) / its events),
-    and the median length it records for the call's kernel event (NaN where it saw none)."""
+    and the mean length it records for the call's kernel events (NaN where it saw none)."""
+    with call.context():  # warm, as the cell's runner is: a cold first call is no floor
+        for _ in range(CALIBRATION_WARMUP):
+            call.sync(call.call())
     trace, profiled_s = _profile_calls(
         profile, call.call, call.sync, call.context, CALIBRATION_CALLS
     )
@@ -93,17 +97,17 @@ def _calibration(
 
 
 def _in_event(
-    adapter: Any, runner: Any, floor: NullCall | None, floor_s_: float, null_call_s: float
+    profile: Callable[[Callable[[], Any], int], Trace],
+    floor: tuple[NullCall, float],
+    null: tuple[NullCall, float],
 ) -> dict[str, float]:
     """The profiler's cost, calibrated on the mode's launch floor (its kernel event is of the
     kind the mode's kernels are: an XLA thunk under jit), or on the null call where the floor
-    shows no kernel (inductor's C++ kernels do not reach torch.profiler)."""
-    per_event, in_event = (
-        _calibration(adapter.profile, floor, floor_s_) if floor else (math.nan, math.nan)
-    )
-    if math.isnan(in_event):
-        null = adapter.null_call(runner.device)
-        per_event_null, in_event = _calibration(adapter.profile, null, null_call_s)
+    shows no kernel (inductor's C++ kernels do not reach torch.profiler). Each: (call, its
+    unprofiled median)."""
+    per_event, in_event = _calibration(profile, *floor)
+    if math.isnan(in_event) and floor[0] is not null[0]:
+        per_event_null, in_event = _calibration(profile, *null)
         per_event = per_event_null if math.isnan(per_event) else per_event
     return {"attr_event_cost_s": per_event, "attr_floor_kernel_s": in_event}
 
@@ -113,10 +117,9 @@ def attribute(
 ) -> tuple[dict[str, float], dict[str, str]]:
     """The attribution pass over a timed, warm `runner` (the scalars of
     fwbench.io.cell_file.ATTRIBUTION_UNITS, and the `attribution` attribute: what the profiler
-    saw and could not see)."""
+    saw and could not see). `null_call_s`: the cell's null call, timed already, which is the
+    floor of the modes whose runner has no launch floor of its own."""
     start = time.perf_counter()
-    floor_call = runner.launch_floor()
-    floor = floor_s(floor_call)
     calls = profiled_calls(median_s)
     trace, profiled_s = _profile_calls(
         adapter.profile,
@@ -126,16 +129,18 @@ def attribute(
         calls,
     )
     trace = runner.own_trace(trace)
-    cost = _in_event(adapter, runner, floor_call, floor, null_call_s)
-    regions = len(trace.regions())
+    null = (adapter.null_call(runner.device), null_call_s)
+    own = runner.launch_floor()
+    floor = (own, floor_s(own)) if own is not None else null
+    cost = _in_event(adapter.profile, floor, null)
     raw = trace.kernel_ns() * 1e-9 / calls if trace.kernels_visible else math.nan
     in_event = cost["attr_floor_kernel_s"] * trace.kernel_count() / calls
     scalars = cost | {
         "attr_dispatches": trace.dispatches / calls,
         "attr_kernel_raw_s": raw,
         "attr_kernel_s": max(raw - in_event, 0.0) if trace.kernels_visible else math.nan,
-        "attr_kernel_regions": regions / calls,
-        "attr_floor_s": floor,
+        "attr_kernel_regions": len(trace.regions()) / calls,
+        "attr_floor_s": floor[1],
         "attr_events": trace.events / calls,
         "attr_profiled_call_s": profiled_s,
         "attr_calls": calls,

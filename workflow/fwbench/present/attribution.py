@@ -82,9 +82,10 @@ def attribution_table(stats: xr.Dataset, batch: int) -> str:
 def gain_table(stats: xr.Dataset, batch: int) -> str:
     """Each non-eager mode's time against its framework's eager cell, split by part."""
     rows = []
-    for cell in attributed_cells(stats, batch):
+    cells = attributed_cells(stats, batch)
+    for cell in cells:
         eager = (cell[0], EAGER_MODE, cell[2], cell[3])
-        if cell[1] == EAGER_MODE or eager not in attributed_cells(stats, batch):
+        if cell[1] == EAGER_MODE or eager not in cells:
             continue
         value = lambda name, at=cell: float(cell_value(stats, name, at))  # noqa: E731
         rows.append(

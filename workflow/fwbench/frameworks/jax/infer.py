@@ -15,7 +15,6 @@ device.
 from __future__ import annotations
 
 import os
-from dataclasses import replace
 from typing import Any
 
 import jax
@@ -27,7 +26,6 @@ from fwbench.frameworks import check_threads
 from fwbench.frameworks.base import EXPORTED_COUNTER_NOTE, BaseRunner, check_device
 from fwbench.frameworks.jax import models, profiling
 from fwbench.frameworks.protocols import CompileInfo, NullCall
-from fwbench.frameworks.trace import Trace
 from fwbench.model.specs import CNNSpec, RecurrentSpec
 from fwbench.model.weights import Weights
 
@@ -56,6 +54,10 @@ class JaxRunner(BaseRunner):
     """
 
     FRAMEWORK = "jax"
+    TRACE_NOTE = (
+        "one dispatch per PjitFunction (an op in eager, the call under jit); XLA's thunks as "
+        "kernels (a fusion is one)"
+    )
 
     def _setup(self, weights: Weights | None) -> None:
         spec, mode, device = self.spec, self.mode, self.device
@@ -117,21 +119,14 @@ class JaxRunner(BaseRunner):
             details=details,
         )
 
-    def launch_floor(self) -> NullCall:
+    def launch_floor(self) -> NullCall | None:
         """Eager: one jax.numpy add on a 1-element array, as an eager op is dispatched (its
         Python path to the primitive, then the primitive's cached executable); jit and
-        export: the null call, one launch of a jitted 1-element add."""
+        export: None, the null call (one launch of a jitted 1-element add)."""
         if self.mode != "eager":
-            return null_call(self.device)
+            return None
         x = jax.device_put(jnp.zeros(1, dtype=jnp.float32), self._device)
         return NullCall(lambda: jnp.add(x, 1.0), jax.block_until_ready)
-
-    def own_trace(self, trace: Trace) -> Trace:
-        return replace(
-            trace,
-            note="one dispatch per PjitFunction (an op in eager, the call under jit); XLA's "
-            "thunks as kernels (a fusion is one)",
-        )
 
     def cuda_peak_memory_bytes(self) -> int | None:
         """The allocator's peak since the process started (JAX has no reset)."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import collections
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,6 @@ from fwbench.frameworks.base import BaseRunner, check_device
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.tensorflow import profiling
 from fwbench.frameworks.tensorflow.models import build_model, tf, to_layout
-from fwbench.frameworks.trace import Trace
 from fwbench.model.weights import Weights
 
 # What the TF profiler counts: matmuls, convolutions and bias adds (not activations).
@@ -83,6 +81,11 @@ class TensorFlowRunner(BaseRunner):
     """One Keras model in one mode on one device (see the module docstring for the modes)."""
 
     FRAMEWORK = "tensorflow"
+    TRACE_NOTE = (
+        "one dispatch per TFE_Py_*Execute (an op in eager, the function call otherwise); "
+        "kernels: an eager op's kernel run, the graph executor's op kernels, XLA's thunks (a "
+        "fusion is one)"
+    )
 
     def _setup(self, weights: Weights | None) -> None:
         spec, mode, device = self.spec, self.mode, self.device
@@ -193,23 +196,15 @@ class TensorFlowRunner(BaseRunner):
     def cuda_peak_memory_bytes(self) -> int | None:
         return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
 
-    def launch_floor(self) -> NullCall:
-        """Eager: TF's null call; function and xla: a 1-element add through tf.function
+    def launch_floor(self) -> NullCall | None:
+        """Eager: None, TF's null call; function and xla: a 1-element add through tf.function
         (jit_compile as the mode has it), read back as every call is."""
         if self.mode == "eager":
-            return null_call(self.device)
+            return None
         add_one = tf.function(lambda v: v + 1.0, jit_compile=self.mode == "xla")
         with tf.device(self._device_name):
             x = tf.zeros([1])
-        return NullCall(lambda: add_one(x), self.sync, lambda: tf.device(self._device_name))
-
-    def own_trace(self, trace: Trace) -> Trace:
-        return replace(
-            trace,
-            note="one dispatch per TFE_Py_*Execute (an op in eager, the function call "
-            "otherwise); kernels: an eager op's kernel run, the graph executor's op kernels, "
-            "XLA's thunks (a fusion is one)",
-        )
+        return NullCall(lambda: add_one(x), self.sync, self.timing_context)
 
     def counter_flops(self, prepared: tf.Tensor) -> tuple[float | None, str]:
         """TF's profiler (float_operation) over the traced graph of one call.

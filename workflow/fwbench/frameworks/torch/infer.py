@@ -66,6 +66,7 @@ class TorchRunner(BaseRunner):
     """One torch model in one mode on one device (a frameworks.protocols.Runner)."""
 
     FRAMEWORK = "torch"
+    TRACE_NOTE = "aten ops under each top-level op; one dispatch per top-level op"
 
     def _setup(self, weights: Weights | None) -> None:
         spec, mode, device = self.spec, self.mode, self.device
@@ -112,11 +113,10 @@ class TorchRunner(BaseRunner):
         self._recorder = install_recorder()
         import torch._inductor.config
 
-        options = dict(self.options)
         # Freezing is an inductor setting, not a torch.compile argument; each cell is its own
         # process, so setting it process-wide changes only this runner.
-        torch._inductor.config.freezing = bool(options.pop("freezing", False))
-        return torch.compile(self.module, **options)
+        torch._inductor.config.freezing = bool(self.options.get("freezing", False))
+        return torch.compile(self.module, **self._compile_arguments())
 
     def to_device(self, x: np.ndarray) -> torch.Tensor:
         prepared = torch.from_numpy(np.ascontiguousarray(x)).to(self._device)
@@ -168,16 +168,19 @@ class TorchRunner(BaseRunner):
     def cuda_peak_memory_bytes(self) -> int | None:
         return int(torch.cuda.max_memory_allocated(self._device))
 
-    def launch_floor(self) -> NullCall:
-        """Eager and aoti: torch's null call (an AOTInductor identity would cost an export
-        per cell; own_trace says so); compiled: torch.compile of a 1-element add with the
-        cell's compile options, one guarded launch of a compiled graph."""
+    def launch_floor(self) -> NullCall | None:
+        """Eager and aoti: None, torch's null call (an AOTInductor identity would cost an
+        export per cell; own_trace says so); compiled: torch.compile of a 1-element add with
+        the cell's compile options, one guarded launch of a compiled graph."""
         if self.mode == "eager" or self.artifact:
-            return null_call(self.device)
-        options = {k: v for k, v in self.options.items() if k != "freezing"}
-        add_one = torch.compile(lambda v: v + 1.0, **options)
+            return None
+        add_one = torch.compile(lambda v: v + 1.0, **self._compile_arguments())
         x = torch.zeros(1, device=self._device)
         return NullCall(lambda: add_one(x), self.sync, torch.inference_mode)
+
+    def _compile_arguments(self) -> dict[str, Any]:
+        """torch.compile's arguments: the compile options but freezing, an inductor setting."""
+        return {k: v for k, v in self.options.items() if k != "freezing"}
 
     def own_trace(self, trace: Trace) -> Trace:
         if self.artifact:
@@ -197,9 +200,7 @@ class TorchRunner(BaseRunner):
                 "is in the residual); its extern kernels (GEMMs, convolutions) do; a launch is "
                 "one compiled region",
             )
-        return replace(
-            trace, note="aten ops under each top-level op; one dispatch per top-level op"
-        )
+        return super().own_trace(trace)
 
     def counter_flops(self, prepared: torch.Tensor) -> tuple[float | None, str]:
         """FlopCounterMode over one eager call (the counter cannot see into compiled kernels).

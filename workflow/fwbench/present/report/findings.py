@@ -117,10 +117,9 @@ def efficiency_findings(stats: xr.Dataset) -> list[str]:
     if not found.any():
         return []
     coords = [stats[d].values for d in CELL_DIMS]
-    where = {"low": np.nanargmin(np.where(found, efficiency, np.nan)), "high": None}
-    where["high"] = np.nanargmax(np.where(found, efficiency, np.nan))
+    values = np.where(found, efficiency, np.nan)
     named = {}
-    for end, flat in where.items():
+    for end, flat in (("low", np.nanargmin(values)), ("high", np.nanargmax(values))):
         index = np.unravel_index(flat, efficiency.shape)
         cell = "/".join(str(c[i]) for c, i in zip(coords, index, strict=True))
         named[end] = f"{fixed(efficiency[index], digits=3)} (`{cell}`)"
