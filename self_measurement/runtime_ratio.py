@@ -3,17 +3,24 @@
 For each export-mode cell file given (or, with --results, one cell per export mode found there:
 --arch's cell at --batch, by default the smallest batch measured in the most processes), this
 loads the cell's artifact with the runtime's own API, not fwbench's runner, times it on the
-cell's threads and cores, and prints the cell's median (the median over the cell's processes,
-with their range, where the config ran several), the median of the loop's fresh processes
-(--processes, 5) with their range, and the ratio (goal 0.90–1.10):
+cell's threads and cores, and prints two ratios (goal 0.90–1.10):
+
+- back to back (the goal's): --rounds rounds (5), each a fresh process running the cell's bench
+  job (workflow/scripts/bench.py with the request the default config plans for it, the sweep's
+  hardware file and artifact) and a fresh loop process, one after the other; the median of the
+  cell processes over the median of the loop processes. Both sides meet the machine in the same
+  minutes: on a shared VM the speed of the last-level cache moves by up to 1.4× for seconds at
+  a time (the canary's read factor), and a cell measured an hour earlier met another machine;
+- against the sweep: the cell file's median over its processes, with the canary's read factor
+  of each process, over the loop's median.
 
     .venv/bin/python self_measurement/runtime_ratio.py --results results --arch mlp
 
-Each cell is measured in a fresh process of its own (this script again, with --cell), so one
-runtime's thread pools and allocator never share a process with another's. The loop: the
-runtime's load call, WARMUP calls, then BLOCKS blocks of as many calls as take about
-BLOCK_S, each block's time over its calls; the median of the blocks. The input is the cell's
-seeded input in the artifact's layout. Holds the workstation timing lock while timing.
+Each side runs in fresh processes of its own, so one runtime's thread pools and allocator never
+share a process with another's. The loop: the runtime's load call, WARMUP calls, then BLOCKS
+blocks of as many calls as take about BLOCK_S, each block's time over its calls; the median of
+the blocks. The input is the cell's seeded input in the artifact's layout. Holds the
+workstation timing lock while timing; run it with nothing else on the machine.
 """
 
 from __future__ import annotations
@@ -21,19 +28,23 @@ from __future__ import annotations
 import argparse
 import glob
 import json
+import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from configured import REPO, request_for
 
 from fwbench.host.harness import timing_lock
 from fwbench.host.threads import setup_threads
 from fwbench.io.cell_file import read_cell
+from fwbench.plan import paths
 
 WARMUP, BLOCKS, BLOCK_S = 50, 30, 0.02
 EXPORT_MODES = {"aoti", "export", "onnxrt", "litert"}
@@ -52,6 +63,7 @@ def _cell_facts(path: str) -> dict[str, Any]:
         "threads": threads,
         "median_s": statistics.median(_process_medians(path)),
         "process_medians_s": _process_medians(path),
+        "read_factors": [float(read_cell(p)["canary_read_factor"]) for p in _process_paths(path)],
         "dims": json.loads(ds.attrs["dims"]),
     }
 
@@ -192,19 +204,82 @@ def one_per_mode(results: str, arch: str, batch: int | None) -> list[str]:
     return [path for _, path in sorted(found.values(), key=lambda kp: kp[1])]
 
 
-def _loop_processes(path: str, lock: str, processes: int) -> list[dict[str, Any]] | None:
-    """The own-API loop of one cell in `processes` fresh processes, one after another: a
-    process's own start (allocator, thread placement) moves a loop by 10-40% on a small VM,
-    so one process per side cannot resolve a 10% ratio. None (and why, printed) on failure."""
-    rows = []
-    for _ in range(processes):
-        command = [sys.executable, __file__, "--cell", path, "--lock", lock]
-        run = subprocess.run(command, capture_output=True, text=True, check=False)
-        if run.returncode != 0:
-            print(f"{path}: the loop failed:\n{run.stderr[-2000:]}")
-            return None
-        rows.append(json.loads(run.stdout.strip().splitlines()[-1]))
-    return rows
+def _loop_process(path: str, lock: str) -> dict[str, Any]:
+    """The own-API loop of one cell in a fresh process (this script again, with --cell)."""
+    command = [sys.executable, __file__, "--cell", path, "--lock", lock]
+    run = subprocess.run(command, capture_output=True, text=True, check=False)
+    if run.returncode != 0:
+        raise RuntimeError(f"{path}: the loop failed:\n{run.stderr[-2000:]}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def _cell_job(path: str) -> list[str]:
+    """The bench job's command line for the cell at `path` (process 0), as the workflow runs it,
+    with the request the default config plans for it; run from the results' parent."""
+    ds, where = read_cell(path), Path(path)
+    results = where.parents[6]  # results/cells/system/framework/version/mode/arch/bN.nc
+    keys = dict(zip(paths.ARTIFACT_KEYS, where.parts[-6:-1], strict=True))
+    framework, mode, arch = ds.attrs["framework"], ds.attrs["mode"], ds.attrs["arch"]
+    request = request_for(framework, mode, arch, int(ds.attrs["batch"]), system=keys["system"])
+    if request.settings_hash() != ds.attrs.get("config_hash"):
+        print(f"{path}: recorded under other settings than the default config's; rerun with its")
+    artifact = paths.ARTIFACT.format(**keys) + ".json"
+    hardware = paths.HARDWARE.format(system=keys["system"])
+    assert results.name == "results", results  # paths.* are relative to results' parent
+    return [
+        "workflow/scripts/bench.py",
+        "--cell",
+        request.to_json(),
+        "--hardware",
+        hardware,
+        f"--artifact={artifact}",
+    ]
+
+
+def _cell_process(job: list[str], cwd: Path, lock: str) -> float:
+    """One fresh bench job of the cell; its median."""
+    with tempfile.TemporaryDirectory() as scratch:
+        out = Path(scratch) / "cell.nc"
+        command = [sys.executable, str(REPO / job[0]), *job[1:], "--lock", lock]
+        command += ["--log", str(Path(scratch) / "cell.log"), str(out)]
+        env = os.environ | {"PYTHONPATH": str(REPO / "workflow")}
+        run = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+        if run.returncode != 0 or read_cell(out).attrs["status"] != "ok":
+            raise RuntimeError(f"the cell's bench job failed: {run.stderr[-2000:]}")
+        return float(np.nanmedian(read_cell(out)["latency_s"].values))
+
+
+def back_to_back(path: str, lock: str, rounds: int) -> tuple[list[float], list[dict[str, Any]]]:
+    """`rounds` × (a fresh bench job of the cell, a fresh loop process): the cell's medians and
+    the loop rows, both sides measured in the same minutes."""
+    job, cwd = _cell_job(path), Path(path).parents[7]
+    cells, loops = [], []
+    for _ in range(rounds):
+        cells.append(_cell_process(job, cwd, lock))
+        loops.append(_loop_process(path, lock))
+    return cells, loops
+
+
+def _spread(values_s: list[float]) -> str:
+    values = [v * 1e6 for v in values_s]
+    return f"{statistics.median(values):.1f} [{min(values):.1f}, {max(values):.1f}]"
+
+
+def report(path: str, lock: str, rounds: int) -> float:
+    """Prints the cell's two ratios; returns the back-to-back one."""
+    cells, rows = back_to_back(path, lock, rounds)
+    row = rows[0]
+    loop = statistics.median(r["loop_s"] for r in rows)
+    ratio, sweep_ratio = statistics.median(cells) / loop, row["median_s"] / loop
+    name = f"{row['framework']}/{row['mode']}/{row['arch']}/b{row['batch']}"
+    reads = ", ".join(f"{f:.2f}" for f in row["read_factors"])
+    loops = _spread([r["loop_s"] for r in rows])
+    print(
+        f"{name:28} {row['threads']:7d} {_spread(cells):>22} {loops:>22}"
+        f" {ratio:6.3f}   sweep {_spread(row['process_medians_s'])} ({sweep_ratio:.3f};"
+        f" read factor {reads})"
+    )
+    return ratio
 
 
 def main() -> int:
@@ -219,7 +294,9 @@ def main() -> int:
     )
     parser.add_argument("--cell", help=argparse.SUPPRESS)  # one measurement, in this process
     parser.add_argument("--lock", default="/tmp/fwbench-timing.lock")
-    parser.add_argument("--processes", type=int, default=5, help="fresh loop processes per cell")
+    parser.add_argument(
+        "--rounds", type=int, default=5, help="rounds of (a cell process, a loop process)"
+    )
     args = parser.parse_args()
     if args.cell:
         print(json.dumps(measure_one(args.cell, args.lock)))
@@ -228,24 +305,20 @@ def main() -> int:
     cells = list(args.cells) + found
     if not cells:
         raise SystemExit("no export-mode cells given or found")
+    header = f"{'cell':28} {'threads':>7} {'cell µs [range]':>22} {'loop µs [range]':>22}"
+    print(f"{header} {'ratio':>6}   (the sweep's cell: µs [processes] (ratio; canary))")
     within = True
-    header = f"{'cell':28} {'threads':>7} {'cell µs [processes]':>26} {'loop µs [range]':>24}"
-    print(f"{header} {'ratio':>6}")
     for path in cells:
-        rows = _loop_processes(path, args.lock, args.processes)
-        if rows is None:
-            within = False
-            continue
-        loops = [row["loop_s"] * 1e6 for row in rows]
-        loop, row = statistics.median(loops), rows[0]
-        ratio = row["median_s"] * 1e6 / loop
-        name = f"{row['framework']}/{row['mode']}/{row['arch']}/b{row['batch']}"
-        spread = f"{loop:.1f} [{min(loops):.1f}, {max(loops):.1f}]"
-        cells = [m * 1e6 for m in row["process_medians_s"]]
-        cell = f"{row['median_s'] * 1e6:.1f} [{min(cells):.1f}, {max(cells):.1f}]x{len(cells)}"
-        print(f"{name:28} {row['threads']:7d} {cell:>26} {spread:>24} {ratio:6.3f}")
+        try:
+            ratio = report(path, args.lock, args.rounds)
+        except RuntimeError as error:
+            print(error)
+            ratio = float("nan")
         within &= GOAL[0] <= ratio <= GOAL[1]
-    print(f"goal: every ratio within {GOAL[0]:.2f}–{GOAL[1]:.2f}: {'met' if within else 'NOT met'}")
+    print(
+        f"goal: every back-to-back ratio within {GOAL[0]:.2f}–{GOAL[1]:.2f}: "
+        f"{'met' if within else 'NOT met'}"
+    )
     return 0 if within else 1
 
 
