@@ -6,7 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fwbench.analysis.machine import MACHINE, OWN, apply_choice, canary_correlation, noise_source
+from fwbench.analysis.machine import (
+    MACHINE,
+    OWN,
+    apply_choice,
+    canary_correlation,
+    noise_source,
+    slow_processes,
+)
 from fwbench.analysis.process_spread import (
     cell_sigma,
     cell_spreads,
@@ -89,7 +96,7 @@ def test_a_speedup_ci_adds_both_cells_spreads():
 # --- slow samples --------------------------------------------------------------------------------
 
 
-def _cell(process: int, latency, slow, slow_machine: int = 0) -> Cell:
+def _cell(process: int, latency, slow, slow_machine: int = 0, read: float = 1.0) -> Cell:
     cell = Cell("torch", "eager", "mlp", 1, repeats=len(latency))
     cell.latency_s = np.asarray(latency, dtype=float)
     cell.series = {
@@ -98,6 +105,7 @@ def _cell(process: int, latency, slow, slow_machine: int = 0) -> Cell:
     }
     cell.scalars = {"first_call_s": 1.0, "flops": 1e3, "bytes": 1e3, "compiled": 1.0}
     cell.scalars |= {"working_set_bytes": 2e3, "slow_samples": float(np.sum(slow))}
+    cell.scalars |= {"canary_factor": 1.0, "canary_read_factor": read}
     cell.attrs = {"host": "h", "device": "cpu", "framework_version": "1.0", "contended": 0}
     cell.attrs |= {"process": process, "slow_machine": slow_machine}
     return cell
@@ -144,3 +152,22 @@ def test_noise_that_follows_the_canary_is_the_machines():
     ok = np.array([True, True])
     assert list(noise_source(rho, np.zeros(2), ok)) == [MACHINE, OWN]
     assert list(noise_source(np.full(2, np.nan), np.zeros(2), ok)) == ["", ""]
+
+
+@pytest.mark.parametrize(
+    ("slow_read", "machine", "own"),
+    [(1.4, 1, 0), (1.05, 0, 1), (1.0, 0, 1)],
+)
+def test_a_slow_process_is_the_machines_where_its_read_canary_ran_slow(
+    tmp_path, slow_read, machine, own
+):
+    """Process 1 runs 30% slower with the same chain factor: the machine's when its read ran
+    slower by at least half as much (in log), else the process's own."""
+    quiet = _cell(0, [1.0] * 20, [0] * 20)
+    slow = _cell(1, [1.3] * 20, [0] * 20, read=slow_read)
+    bench = _bench(tmp_path, [quiet, slow])
+    cell_dims = ("framework", "mode", "arch", "batch")
+    bench = bench.isel(system=0) if "system" in bench.dims else bench
+    counts = slow_processes(bench, cell_dims)
+    assert counts["slow_processes_machine"].sum() == machine
+    assert counts["slow_processes_own"].sum() == own

@@ -37,8 +37,12 @@ CANARY = (
     "The speed canary is fixed work (a dependent add chain and a read sized to the cell's "
     "memory level, in C) timed after every timed sample, never inside one; its factor is the "
     "chain's time over the hardware stage's quiet median (1: the core ran at its baseline "
-    "speed). The read's factor is shown beside it and decides nothing: it reads a level the "
+    "speed). The read's factor is shown beside it and decides no sample: it reads a level the "
     "framework's sample has just partly evicted, so it moves with the framework's footprint. "
+    "Between the processes of one cell the footprint is the same, and there the read decides "
+    "whose a slow process is: the machine's when its read (or chain) ran slower than in the "
+    "cell's other processes by at least half as much, in log, as its samples did (on a shared "
+    "VM the last-level cache's speed moves by up to 1.4× for seconds at a time). "
     "Beside it, each sample's on-CPU share: the process's CPU time over the sample's wall time "
     "(1: nothing took the cell's core; counted in one-thread cells on CPU)."
 )
