@@ -114,6 +114,47 @@ def test_an_onnx_runtime_session_gets_exactly_the_cells_threads():
     assert float(floor.call()[0][0]) == 1.0  # the one-Add model: 0 + 1
 
 
+def test_onnx_runtimes_profile_reads_a_twin_and_leaves_the_timed_session_unprofiled():
+    pytest.importorskip("onnxruntime")
+    from fwbench.runtimes import onnxrt
+
+    floor = onnxrt.null_call("cpu", 1)
+    calls = 7
+
+    def run() -> None:
+        for _ in range(calls):
+            floor.call()
+
+    trace = onnxrt.profile(run, calls)
+    assert trace.calls == calls and trace.dispatches == calls  # one launch per run
+    assert trace.kernel_count() == calls  # the one Add node, once per run
+    assert trace.events >= 2 * calls  # each run's own event and its node's, at least
+    assert all(s._active is s.timed for s in onnxrt.Session.live)  # timed again, unprofiled
+
+
+def _ort_run(ts: float, nodes: list[tuple[str, float, float]]) -> list[dict]:
+    run = {"ph": "X", "cat": "Session", "name": "model_run", "ts": ts, "dur": 100}
+    return [run] + [
+        {"ph": "X", "cat": "Node", "name": name, "ts": start, "dur": dur}
+        for name, start, dur in nodes
+    ]
+
+
+def test_an_ort_trace_keeps_the_last_runs_and_reads_node_kernel_times_as_kernels():
+    pytest.importorskip("onnxruntime")
+    from fwbench.runtimes.onnxrt import trace_of
+
+    warm = _ort_run(0, [("a_kernel_time", 10, 50)])
+    timed = _ort_run(1000, [("a_kernel_time", 1010, 20), ("a_fence_before", 1005, 1)])
+    timed += _ort_run(2000, [("a_kernel_time", 2010, 30), ("b_kernel_time", 2050, 10)])
+    trace = trace_of(warm + timed, calls=2)
+    assert trace.dispatches == 2 and trace.kernel_count() == 3
+    assert trace.kernel_ns() == pytest.approx((20 + 30 + 10) * 1e3)  # µs in, ns out
+    assert trace.events == 6  # both runs' own events and their four node events
+    with pytest.raises(RuntimeError, match="holds 3 runs, not 4"):
+        trace_of(warm + timed, calls=4)
+
+
 # ---- every path, end to end ----------------------------------------------------------------
 
 
@@ -182,6 +223,11 @@ def test_each_runtime_path_exports_checks_and_times_its_artifact(tmp_path, frame
     assert RUNTIME_NAMES[mode] in cell.attrs["compile_how"]
     assert f'{THREADS_KEYS[mode]}": 1' in cell.attrs["framework_threads"]  # the cell's, exactly
     assert rows[0]["pass"], rows
+    if mode == "onnxrt":  # the attribution pass: ORT's profiler on a twin session
+        assert "twin of the timed session" in cell.attrs["attribution"]
+        assert float(cell["attr_dispatches"]) == 1.0 and float(cell["attr_kernel_s"]) > 0
+    else:
+        assert cell.attrs["attribution"].startswith("not measured: LiteRT's Python")
 
 
 @pytest.mark.slow

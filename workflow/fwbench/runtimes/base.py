@@ -3,7 +3,7 @@ the thread count it was given, and a runner around a session that takes and retu
 arrays on the host.
 
 A runtime module supplies a RuntimeRunner subclass (load the artifact, the call, what the
-runtime says of it) and its null call; `RuntimeAdapter` makes them a
+runtime says of it), its null call and its profiler; `RuntimeAdapter` makes them a
 frameworks.protocols.InferenceAdapter for the framework whose export wrote the artifact.
 """
 
@@ -68,9 +68,11 @@ class RuntimeAdapter:
         runner: type[RuntimeRunner],
         thread_settings: Callable[[int], dict[str, Any]],
         null_call: Callable[[str, int], NullCall | None],
+        profile: Callable[[Callable[[], Any], int], Trace],
     ) -> None:
         self.framework, self._runner = framework, runner
         self._thread_settings, self._null_call = thread_settings, null_call
+        self.profile = profile  # the runtime's profiler (InferenceAdapter.profile)
         self.threads: int | None = None
 
     def set_threads(self, threads: int) -> dict[str, Any]:
@@ -103,13 +105,3 @@ class RuntimeAdapter:
     def null_call(self, device: str) -> NullCall | None:
         """The runtime's floor: one run of a one-op model; None where it cannot build one."""
         return self._null_call(device, self._threads())
-
-    def profile(self, run: Callable[[], Any], calls: int) -> Trace:
-        """Not yet: ONNX Runtime profiles a session created with profiling on (a second
-        session, not the timed one), and LiteRT's Python interpreter has no profiler. The
-        cell records this reason as its attribution."""
-        raise NotImplementedError(
-            f"{self._runner.RUNTIME} cells have no attribution pass yet: the runtime's profiler "
-            "is not wired in (ONNX Runtime's needs a second session; LiteRT's Python "
-            "interpreter has none)"
-        )

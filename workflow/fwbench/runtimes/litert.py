@@ -11,6 +11,7 @@ cuda system's litert cell fails, saying so.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from importlib.metadata import version as distribution_version
 from typing import Any
 
@@ -18,6 +19,7 @@ import numpy as np
 from ai_edge_litert.interpreter import Interpreter
 
 from fwbench.frameworks.protocols import CompileInfo, NullCall
+from fwbench.frameworks.trace import Trace
 from fwbench.model.weights import Weights
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
 
@@ -85,5 +87,13 @@ def null_call(device: str, threads: int) -> NullCall | None:
     return None
 
 
+def profile(run: Callable[[], Any], calls: int) -> Trace:
+    """None to run: the cell records this reason as its attribution."""
+    raise NotImplementedError(
+        "LiteRT's Python interpreter has no profiler (its op profiler is in the C++ "
+        "benchmark_model tool), and a LiteRT cell has no floor to count launches against"
+    )
+
+
 def adapter(framework: str) -> RuntimeAdapter:
-    return RuntimeAdapter(framework, LiteRTRunner, thread_settings, null_call)
+    return RuntimeAdapter(framework, LiteRTRunner, thread_settings, null_call, profile)

@@ -8,10 +8,20 @@ spinning set to ORT's default (spin) and recorded (ORT's own default thread coun
 physical core: never relied on). On the CPU the CPUExecutionProvider, on cuda the
 CUDAExecutionProvider alone (onnxruntime-gpu), so a model that the CUDA provider cannot place
 fails to load instead of running on the CPU unnoticed.
+
+ONNX Runtime profiles only a session created with profiling on, so every session is a
+`Session`: the attribution pass (`profile`) gives each one a twin made with the same model,
+options and threads and profiling on, sends the calls to it over the pass, and reads the
+profile it writes; the timed session is never profiled.
 """
 
 from __future__ import annotations
 
+import json
+import tempfile
+import weakref
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +29,7 @@ import onnxruntime as ort
 
 from fwbench.frameworks.base import check_device
 from fwbench.frameworks.protocols import CompileInfo, NullCall
+from fwbench.frameworks.trace import Trace
 from fwbench.model.weights import Weights
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
 
@@ -51,22 +62,54 @@ def thread_settings(threads: int) -> dict[str, Any]:
     }
 
 
-def session(model: str | bytes, device: str, threads: int) -> ort.InferenceSession:
-    check_device("onnxruntime", ort.__version__, device, _cuda_available)
-    return ort.InferenceSession(
-        model, sess_options=session_options(threads), providers=[PROVIDERS[device]]
-    )
+def _inference_session(
+    model: str | bytes, device: str, options: ort.SessionOptions
+) -> ort.InferenceSession:
+    return ort.InferenceSession(model, sess_options=options, providers=[PROVIDERS[device]])
+
+
+class Session:
+    """One model's session on the cell's threads (`timed`); `run` goes to it, or, between
+    `profile_on` and `profile_off`, to a twin created with ORT's profiler on."""
+
+    live: weakref.WeakSet[Session] = weakref.WeakSet()  # every session a profile may take
+
+    def __init__(self, model: str | bytes, device: str, threads: int) -> None:
+        check_device("onnxruntime", ort.__version__, device, _cuda_available)
+        self._model, self._device, self._threads = model, device, threads
+        self.timed = _inference_session(model, device, session_options(threads))
+        self._active = self.timed
+        Session.live.add(self)
+
+    def run(self, outputs: list[str] | None, feed: dict[str, np.ndarray]) -> list[Any]:
+        return self._active.run(outputs, feed)
+
+    def profile_on(self, directory: str) -> None:
+        options = session_options(self._threads)
+        options.enable_profiling = True
+        options.profile_file_prefix = str(Path(directory) / f"ort-{id(self)}")
+        self._active = _inference_session(self._model, self._device, options)
+
+    def profile_off(self) -> list[dict[str, Any]]:
+        """The twin's profile events; calls go to the timed session again."""
+        written, self._active = self._active.end_profiling(), self.timed
+        return json.loads(Path(written).read_text())
 
 
 class OrtRunner(RuntimeRunner):
     """An ONNX file in one ONNX Runtime session (frameworks.protocols.Runner)."""
 
     RUNTIME = "onnxruntime"
+    TRACE_NOTE = (
+        "ONNX Runtime's profiler on a twin of the timed session (same model, options and "
+        "threads, created with profiling on): a run is one launch, each graph node's kernel "
+        "time a kernel (a fused node, FusedGemm say, is one)"
+    )
 
     def _setup(self, weights: Weights | None) -> None:
-        self.session = session(self.artifact, self.device, self.threads)
-        (self._input,) = self.session.get_inputs()
-        self._outputs = [self.session.get_outputs()[0].name]
+        self.session = Session(self.artifact, self.device, self.threads)
+        (self._input,) = self.session.timed.get_inputs()
+        self._outputs = [self.session.timed.get_outputs()[0].name]
 
     @staticmethod
     def version() -> str:
@@ -85,15 +128,18 @@ class OrtRunner(RuntimeRunner):
     def call_in_context(self, prepared: dict[str, np.ndarray]) -> np.ndarray:
         return self.session.run(self._outputs, prepared)[0]
 
+    def providers(self) -> list[str]:
+        return self.session.timed.get_providers()
+
     def compile_info(self) -> CompileInfo:
         return CompileInfo(
             compiled=True,
-            how=f"ONNX Runtime InferenceSession ({', '.join(self.session.get_providers())}, "
+            how=f"ONNX Runtime InferenceSession ({', '.join(self.providers())}, "
             "ORT_ENABLE_ALL, sequential) running the framework's ONNX export",
             graph_count=1,
             details={
                 "onnxruntime": ort.__version__,
-                "providers": self.session.get_providers(),
+                "providers": self.providers(),
                 "graph_optimization_level": "ORT_ENABLE_ALL",
                 "threads": thread_settings(self.threads),
                 "artifact": self.artifact,
@@ -116,10 +162,49 @@ def _one_add_model() -> bytes:
 
 def null_call(device: str, threads: int) -> NullCall:
     """ONNX Runtime's floor: one run of a one-Add model on a 1-element input."""
-    runner = session(_one_add_model(), device, threads)
+    runner = Session(_one_add_model(), device, threads)
     feed = {"x": np.zeros(1, np.float32)}
     return NullCall(lambda: runner.run(["y"], feed), lambda _: None)
 
 
+RUN, NODE_CATEGORY, KERNEL_SUFFIX = "model_run", "Node", "_kernel_time"
+
+
+def profile(run: Callable[[], Any], calls: int) -> Trace:
+    """ORT's profiler over `run` (which makes `calls` calls of one session): every live
+    session's calls go to a profiling twin; `run` runs twice (the twin's first calls allocate)
+    and the last `calls` runs are read (`trace_of`)."""
+    sessions = list(Session.live)
+    with tempfile.TemporaryDirectory() as directory:
+        for session in sessions:
+            session.profile_on(directory)
+        try:
+            run()
+            run()
+        finally:
+            profiles = [session.profile_off() for session in sessions]
+    ran = [events for events in profiles if any(e["name"] == RUN for e in events)]
+    if len(ran) != 1:
+        raise RuntimeError(f"the profiled calls ran {len(ran)} ONNX Runtime sessions, not one")
+    return trace_of(ran[0], calls)
+
+
+def trace_of(events: list[dict[str, Any]], calls: int) -> Trace:
+    """The last `calls` runs of one session's profile: a run (`model_run`) is one dispatch, as
+    one launch of a compiled mode is; each node's kernel time (`<node>_kernel_time`) is a
+    kernel event; every event inside the runs counts toward the profiler's cost."""
+    runs = sorted((e for e in events if e["name"] == RUN), key=lambda e: e["ts"])[-calls:]
+    if len(runs) < calls:
+        raise RuntimeError(f"ONNX Runtime's profile holds {len(runs)} runs, not {calls}")
+    first, last = runs[0]["ts"], runs[-1]["ts"] + runs[-1]["dur"]
+    inside = [e for e in events if e.get("ph") == "X" and first <= e["ts"] <= last]
+    kernels = tuple(
+        (e["ts"] * 1e3, (e["ts"] + e["dur"]) * 1e3)
+        for e in inside
+        if e.get("cat") == NODE_CATEGORY and e["name"].endswith(KERNEL_SUFFIX)
+    )
+    return Trace(calls=calls, dispatches=len(runs), kernels=kernels, events=len(inside))
+
+
 def adapter(framework: str) -> RuntimeAdapter:
-    return RuntimeAdapter(framework, OrtRunner, thread_settings, null_call)
+    return RuntimeAdapter(framework, OrtRunner, thread_settings, null_call, profile)

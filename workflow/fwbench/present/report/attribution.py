@@ -30,7 +30,11 @@ METHOD = (
     "(a compiled torch cell's fused elementwise work is in the rest; its GEMMs and "
     "convolutions are seen); AOTInductor runs its kernels past torch's dispatcher (kernel "
     "excess unknown, in the rest; its one launch per call at torch's eager floor); an op whose "
-    "Python path costs more than the floor's puts the difference in the rest."
+    "Python path costs more than the floor's puts the difference in the rest. ONNX Runtime "
+    "profiles only a session created with profiling on: the pass runs the calls on a twin of "
+    "the timed session (same model, options and threads), one run is one launch at the floor "
+    "of a one-Add model's run, and each node's kernel time is a kernel (a fused node is one; "
+    "ORT records whole µs). LiteRT's Python interpreter has no profiler: its cells say so."
 )
 
 
