@@ -66,7 +66,7 @@ class JaxRunner(BaseRunner):
             with open(self.artifact, "rb") as handle:
                 exported = jax_export.deserialize(bytearray(handle.read()))
             self.params = None
-            self.forward = jax.jit(lambda _params, x: exported.call(x))
+            self.forward = jax.jit(exported.call)
             return
         self.params = models.to_params(spec, weights, self._device)
         forward = models.forward_fn(spec, loop=_LOOP_OF_MODE[mode])
@@ -86,10 +86,14 @@ class JaxRunner(BaseRunner):
         return prepared.block_until_ready()
 
     def call_in_context(self, prepared: jax.Array) -> jax.Array:
+        if self.params is None:  # export: the artifact holds its weights; called as users do
+            return self.forward(prepared)
         return self.forward(self.params, prepared)
 
     def sync(self, output: jax.Array) -> None:
-        jax.block_until_ready(output)
+        # The forward returns one array: its own method, not jax.block_until_ready's walk of a
+        # pytree (about 2.5 µs a call on a 2-core Zen 4, as much as passing a None argument).
+        output.block_until_ready()
 
     def compile_info(self) -> CompileInfo:
         if self.artifact:
