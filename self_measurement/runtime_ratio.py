@@ -5,7 +5,8 @@ For each export-mode cell file given (or, with --results, one cell per export mo
 loads the cell's artifact with the runtime's own API, not fwbench's runner, times it on the
 cell's threads and cores, and prints two ratios (goal 0.90–1.10):
 
-- back to back (the goal's): --rounds rounds (5), each a fresh process running the cell's bench
+- back to back (the goal's): --rounds rounds (11: with 5, one noisy round moved a ratio by
+  0.1 on a 2-core VM), each a fresh process running the cell's bench
   job (workflow/scripts/bench.py with the request the default config plans for it, the sweep's
   hardware file and artifact) and a fresh loop process, one after the other; the median of the
   cell processes over the median of the loop processes. Both sides meet the machine in the same
@@ -295,7 +296,7 @@ def main() -> int:
     parser.add_argument("--cell", help=argparse.SUPPRESS)  # one measurement, in this process
     parser.add_argument("--lock", default="/tmp/fwbench-timing.lock")
     parser.add_argument(
-        "--rounds", type=int, default=5, help="rounds of (a cell process, a loop process)"
+        "--rounds", type=int, default=11, help="rounds of (a cell process, a loop process)"
     )
     args = parser.parse_args()
     if args.cell:
