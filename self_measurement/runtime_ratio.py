@@ -53,7 +53,7 @@ GOAL = (0.90, 1.10)
 
 
 def _cell_facts(path: str) -> dict[str, Any]:
-    ds = read_cell(path)
+    ds, medians = read_cell(path), _process_medians(path)
     threads = json.loads(ds.attrs["threads"])["threads"]
     return {
         "framework": ds.attrs["framework"],
@@ -62,8 +62,8 @@ def _cell_facts(path: str) -> dict[str, Any]:
         "batch": int(ds.attrs["batch"]),
         "artifact": ds.attrs.get("artifact", ""),
         "threads": threads,
-        "median_s": statistics.median(_process_medians(path)),
-        "process_medians_s": _process_medians(path),
+        "median_s": statistics.median(medians),
+        "process_medians_s": medians,
         "read_factors": [float(read_cell(p)["canary_read_factor"]) for p in _process_paths(path)],
         "dims": json.loads(ds.attrs["dims"]),
     }
@@ -214,9 +214,10 @@ def _loop_process(path: str, lock: str) -> dict[str, Any]:
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def _cell_job(path: str) -> list[str]:
-    """The bench job's command line for the cell at `path` (process 0), as the workflow runs it,
-    with the request the default config plans for it; run from the results' parent."""
+def _cell_job(path: str) -> tuple[list[str], Path]:
+    """The bench job's arguments for the cell at `path` (process 0), as the workflow runs it,
+    with the request the default config plans for it, and where it runs: the results' parent
+    (the plan's paths are relative to it)."""
     ds, where = read_cell(path), Path(path)
     results = where.parents[6]  # results/cells/system/framework/version/mode/arch/bN.nc
     keys = dict(zip(paths.ARTIFACT_KEYS, where.parts[-6:-1], strict=True))
@@ -226,23 +227,16 @@ def _cell_job(path: str) -> list[str]:
         print(f"{path}: recorded under other settings than the default config's; rerun with its")
     artifact = paths.ARTIFACT.format(**keys) + ".json"
     hardware = paths.HARDWARE.format(system=keys["system"])
-    assert results.name == "results", results  # paths.* are relative to results' parent
-    return [
-        "workflow/scripts/bench.py",
-        "--cell",
-        request.to_json(),
-        "--hardware",
-        hardware,
-        f"--artifact={artifact}",
-    ]
+    job = ["--cell", request.to_json(), "--hardware", hardware, f"--artifact={artifact}"]
+    return job, results.parent
 
 
 def _cell_process(job: list[str], cwd: Path, lock: str) -> float:
     """One fresh bench job of the cell; its median."""
     with tempfile.TemporaryDirectory() as scratch:
-        out = Path(scratch) / "cell.nc"
-        command = [sys.executable, str(REPO / job[0]), *job[1:], "--lock", lock]
-        command += ["--log", str(Path(scratch) / "cell.log"), str(out)]
+        out, log = Path(scratch) / "cell.nc", Path(scratch) / "cell.log"
+        command = [sys.executable, str(REPO / "workflow" / "scripts" / "bench.py"), *job]
+        command += ["--lock", lock, "--log", str(log), str(out)]
         env = os.environ | {"PYTHONPATH": str(REPO / "workflow")}
         run = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
         if run.returncode != 0 or read_cell(out).attrs["status"] != "ok":
@@ -253,7 +247,7 @@ def _cell_process(job: list[str], cwd: Path, lock: str) -> float:
 def back_to_back(path: str, lock: str, rounds: int) -> tuple[list[float], list[dict[str, Any]]]:
     """`rounds` × (a fresh bench job of the cell, a fresh loop process): the cell's medians and
     the loop rows, both sides measured in the same minutes."""
-    job, cwd = _cell_job(path), Path(path).parents[7]
+    job, cwd = _cell_job(path)
     cells, loops = [], []
     for _ in range(rounds):
         cells.append(_cell_process(job, cwd, lock))

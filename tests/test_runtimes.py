@@ -129,7 +129,7 @@ def test_onnx_runtimes_profile_reads_a_twin_and_leaves_the_timed_session_unprofi
     assert trace.calls == calls and trace.dispatches == calls  # one launch per run
     assert trace.kernel_count() == calls  # the one Add node, once per run
     assert trace.events >= 2 * calls  # each run's own event and its node's, at least
-    assert all(s._active is s.timed for s in onnxrt.Session.live)  # timed again, unprofiled
+    assert all(s.run == s.timed.run for s in onnxrt.Session.live)  # timed again, unprofiled
 
 
 def _ort_run(ts: float, nodes: list[tuple[str, float, float]]) -> list[dict]:
@@ -225,7 +225,9 @@ def test_each_runtime_path_exports_checks_and_times_its_artifact(tmp_path, frame
     assert rows[0]["pass"], rows
     if mode == "onnxrt":  # the attribution pass: ORT's profiler on a twin session
         assert "twin of the timed session" in cell.attrs["attribution"]
-        assert float(cell["attr_dispatches"]) == 1.0 and float(cell["attr_kernel_s"]) > 0
+        assert float(cell["attr_dispatches"]) == 1.0 and float(cell["attr_kernel_regions"]) >= 1
+        # The nodes' recorded time; less the in-event cost it may be 0 for a tiny model.
+        assert float(cell["attr_kernel_raw_s"]) > 0 and float(cell["attr_kernel_s"]) >= 0
     else:
         assert cell.attrs["attribution"].startswith("not measured: LiteRT's Python")
 

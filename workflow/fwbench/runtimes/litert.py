@@ -88,7 +88,8 @@ def null_call(device: str, threads: int) -> NullCall | None:
 
 
 def profile(run: Callable[[], Any], calls: int) -> Trace:
-    """None to run: the cell records this reason as its attribution."""
+    """Raises, saying why there is no profile: the cell records the reason as its
+    attribution."""
     raise NotImplementedError(
         "LiteRT's Python interpreter has no profiler (its op profiler is in the C++ "
         "benchmark_model tool), and a LiteRT cell has no floor to count launches against"

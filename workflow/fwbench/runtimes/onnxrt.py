@@ -69,8 +69,9 @@ def _inference_session(
 
 
 class Session:
-    """One model's session on the cell's threads (`timed`); `run` goes to it, or, between
-    `profile_on` and `profile_off`, to a twin created with ORT's profiler on."""
+    """One model's session on the cell's threads (`timed`). `run` is the timed session's own
+    method, nothing between; between `profile_on` and `profile_off` it is a twin's, created
+    with ORT's profiler on at the first call (a session that does not run is not copied)."""
 
     live: weakref.WeakSet[Session] = weakref.WeakSet()  # every session a profile may take
 
@@ -78,22 +79,27 @@ class Session:
         check_device("onnxruntime", ort.__version__, device, _cuda_available)
         self._model, self._device, self._threads = model, device, threads
         self.timed = _inference_session(model, device, session_options(threads))
-        self._active = self.timed
+        self.run: Callable[..., list[Any]] = self.timed.run
+        self._twin: ort.InferenceSession | None = None
+        self._directory = ""
         Session.live.add(self)
 
-    def run(self, outputs: list[str] | None, feed: dict[str, np.ndarray]) -> list[Any]:
-        return self._active.run(outputs, feed)
-
     def profile_on(self, directory: str) -> None:
+        self._directory, self.run = directory, self._first_profiled_run
+
+    def _first_profiled_run(self, outputs: list[str] | None, feed: dict[str, Any]) -> list[Any]:
         options = session_options(self._threads)
         options.enable_profiling = True
-        options.profile_file_prefix = str(Path(directory) / f"ort-{id(self)}")
-        self._active = _inference_session(self._model, self._device, options)
+        options.profile_file_prefix = str(Path(self._directory) / f"ort-{id(self)}")
+        self._twin = _inference_session(self._model, self._device, options)
+        self.run = self._twin.run
+        return self.run(outputs, feed)
 
     def profile_off(self) -> list[dict[str, Any]]:
-        """The twin's profile events; calls go to the timed session again."""
-        written, self._active = self._active.end_profiling(), self.timed
-        return json.loads(Path(written).read_text())
+        """The twin's profile events (none where the session did not run); calls go to the
+        timed session again."""
+        twin, self._twin, self.run = self._twin, None, self.timed.run
+        return json.loads(Path(twin.end_profiling()).read_text()) if twin is not None else []
 
 
 class OrtRunner(RuntimeRunner):
@@ -172,8 +178,8 @@ RUN, NODE_CATEGORY, KERNEL_SUFFIX = "model_run", "Node", "_kernel_time"
 
 def profile(run: Callable[[], Any], calls: int) -> Trace:
     """ORT's profiler over `run` (which makes `calls` calls of one session): every live
-    session's calls go to a profiling twin; `run` runs twice (the twin's first calls allocate)
-    and the last `calls` runs are read (`trace_of`)."""
+    session's calls go to a profiling twin; `run` runs twice (the twin is made at its first call
+    and its first calls allocate) and the last `calls` runs are read (`trace_of`)."""
     sessions = list(Session.live)
     with tempfile.TemporaryDirectory() as directory:
         for session in sessions:
@@ -183,7 +189,7 @@ def profile(run: Callable[[], Any], calls: int) -> Trace:
             run()
         finally:
             profiles = [session.profile_off() for session in sessions]
-    ran = [events for events in profiles if any(e["name"] == RUN for e in events)]
+    ran = [events for events in profiles if events]
     if len(ran) != 1:
         raise RuntimeError(f"the profiled calls ran {len(ran)} ONNX Runtime sessions, not one")
     return trace_of(ran[0], calls)
