@@ -11,7 +11,7 @@ import pytest
 
 from fwbench import frameworks
 from fwbench.analysis.attribution import PART_LABELS, PARTS, dominant_part, time_parts
-from fwbench.frameworks.trace import KernelRule, Trace, XSpaceRules, merged, top_level
+from fwbench.frameworks.trace import KernelRule, Trace, XSpaceRules, merged, nested, top_level
 from fwbench.frameworks.xspace import Event, Line, Plane, parse_xspace
 from fwbench.io.cell_file import read_cell
 from fwbench.measure import bench
@@ -77,6 +77,14 @@ def test_nested_and_overlapping_kernels_count_once():
     assert trace.kernel_ns() == 5 and len(trace.regions()) == 1
 
 
+def test_events_nested_in_a_kernel_region_are_counted_apart_from_those_that_open_one():
+    # a loop kernel (0, 10) holding two body kernels and a marker; a kernel at 20 on its own
+    trace = Trace(calls=1, dispatches=1, kernels=((0, 10), (2, 4), (5, 7), (20, 25)), events=6)
+    counted = nested(trace, starts=[0, 2, 4.5, 5, 20, 30], kernel_starts=[0, 2, 5, 20])
+    assert (counted.inside, counted.kernels_inside) == (3, 2)  # the body's three events
+    assert counted.kernel_ns() == trace.kernel_ns() == 15
+
+
 def test_a_dispatch_inside_a_dispatch_counts_once():
     events = [Event("d", 0, 10), Event("d", 1, 8), Event("d", 12, 3)]
     assert [e.start_ns for e in top_level(events)] == [0, 12]
@@ -122,10 +130,18 @@ def test_xspace_rules_pick_dispatches_and_kernels_by_name_line_and_container():
 # ---- the four parts --------------------------------------------------------------------------
 
 
-def _parts(median, roof, kernel, dispatches, floor):
-    return time_parts(
-        *(np.array([v], dtype=float) for v in (median, roof, kernel, dispatches, floor))
-    )
+def _parts(median, roof, kernel, dispatches, floor, work=math.nan):
+    values = (median, roof, kernel, dispatches, floor, work)
+    return time_parts(*(np.array([v], dtype=float) for v in values))
+
+
+def test_the_kernel_time_is_its_share_of_the_profiled_runs_work_times_the_median():
+    # the profiled run's work took 200 (twice the clean median): its 120 of kernels are 60
+    parts = _parts(median=100.0, roof=20.0, kernel=120.0, dispatches=2, floor=5.0, work=200.0)
+    assert float(parts["kernel_excess_s"][0]) == pytest.approx(40.0)
+    assert float(parts["residual_s"][0]) == pytest.approx(30.0)
+    assert float(parts["attr_stretch"][0]) == pytest.approx(2.0)
+    assert float(parts["attribution_closure"][0]) == pytest.approx(1.0)
 
 
 def test_the_four_parts_add_up_to_the_median():
@@ -196,6 +212,11 @@ def test_a_cell_records_the_pass_after_its_samples(fake):
     assert raw == pytest.approx(fake_adapter.KERNEL_SHARE * profiled, rel=0.2)
     assert kernel == pytest.approx(raw - float(cell["attr_floor_kernel_s"]), rel=1e-6)
     assert float(cell["attr_floor_s"]) > 0 and float(cell["attr_pass_s"]) > 0
+    # the work: the profiled wall less every event's calibrated cost (never a negative cost)
+    per_event, events = float(cell["attr_event_cost_s"]), float(cell["attr_events"])
+    assert per_event >= 0 and float(cell["attr_nested_events"]) == 0
+    work = float(cell["attr_profiled_work_s"])
+    assert work == pytest.approx(profiled - per_event * events, rel=1e-6)
 
 
 def test_bench_attribution_false_leaves_the_pass_out(fake):
@@ -295,3 +316,50 @@ def test_the_compile_gain_splits_the_saving_by_part():
     gain = compile_gain(parts, eager=0)
     assert [float(gain[k][0, 1, 0, 0]) for k in gain] == [9.0, 2.0, -1.0]
     assert all(np.isnan(v).all() for v in compile_gain(parts, eager=None).values())
+
+
+def test_a_recurrent_cells_parts_are_also_given_per_step_and_others_have_none():
+    from fwbench.analysis.attribution import per_step
+
+    parts = {
+        "dispatch_s": np.array([64e-6, 10e-6]),
+        "roof_s": np.array([6.4e-6, 1e-6]),
+        "batch_fit_alpha_s": np.array([96e-6, 5e-6]),
+    }
+    cells = {  # an rnn of 2 layers × 32 steps, and an mlp
+        "recurrent_steps": np.array([64.0, np.nan]),
+        "median_s": np.array([128e-6, 20e-6]),
+        "attr_dispatches": np.array([192.0, 4.0]),
+    }
+    step = per_step(parts, cells)
+    assert step["step_s"][0] == pytest.approx(2e-6) and step["step_dispatches"][0] == 3.0
+    assert step["step_dispatch_s"][0] == pytest.approx(1e-6)
+    assert step["step_roof_s"][0] == pytest.approx(1e-7)
+    assert step["step_alpha_s"][0] == pytest.approx(1.5e-6)
+    assert all(np.isnan(values[1]) for values in step.values())
+
+
+def test_the_step_table_shows_recurrent_cells_only(tmp_path):
+    from fwbench.present.attribution import step_table
+
+    stats = _stats_of(tmp_path)
+    assert step_table(stats, 1) == ""  # an mlp has no recurrent steps
+    stats["recurrent_steps"].loc[{"framework": "torch", "mode": "eager"}] = 64.0
+    stats["step_s"] = stats["median_s"] / stats["recurrent_steps"]
+    for name, value in (("step_dispatches", 3.0), ("step_dispatch_s", 0.5e-6)):
+        stats[name] = stats["step_s"] * 0 + value
+    for name in ("step_roof_s", "step_alpha_s"):
+        stats[name] = stats["step_s"] * 0 + 0.1e-6
+    row = next(line for line in step_table(stats, 1).splitlines() if "torch/eager" in line)
+    assert "| 64 | 1.56 | 3.00 |" in row  # 100 µs over 64 steps, 3 ops a step
+    assert row.endswith("| 38% |")  # (0.5 + 0.1) / 1.5625
+
+
+def test_the_closure_note_counts_the_cells_whose_parts_close_and_the_stretch(tmp_path):
+    from fwbench.present.attribution import closure_note
+
+    stats = _stats_of(tmp_path)
+    stats["attr_stretch"] = stats["attribution_closure"] * 0 + 1.5
+    assert closure_note(stats).startswith("The parts close on the median within 10% in 1 of 1")
+    assert "median 1.50, range 1.50–1.50" in closure_note(stats)
+    assert closure_note(stats.drop_vars("attribution_closure")) == ""

@@ -114,6 +114,19 @@ def test_an_onnx_runtime_session_gets_exactly_the_cells_threads():
     assert float(floor.call()[0][0]) == 1.0  # the one-Add model: 0 + 1
 
 
+def test_litert_floor_is_a_one_add_model_in_an_interpreter_on_the_cells_threads():
+    pytest.importorskip("ai_edge_litert")
+    from fwbench.runtimes import litert
+
+    assert litert.thread_settings(2)["litert.num_threads"] == 2
+    floor = litert.null_call("cpu", 2)
+    assert float(floor.call()[0]) == 1.0  # the one-ADD model: 0 + 1
+    trace = litert.profile(floor.call, 3)  # no profiler: the run runs, one launch a call
+    assert trace.dispatches == 3 and not trace.kernels_visible and trace.events == 0
+    with pytest.raises(RuntimeError, match="no CUDA path"):
+        litert.null_call("cuda", 2)
+
+
 def test_onnx_runtimes_profile_reads_a_twin_and_leaves_the_timed_session_unprofiled():
     pytest.importorskip("onnxruntime")
     from fwbench.runtimes import onnxrt
@@ -228,8 +241,10 @@ def test_each_runtime_path_exports_checks_and_times_its_artifact(tmp_path, frame
         assert float(cell["attr_dispatches"]) == 1.0 and float(cell["attr_kernel_regions"]) >= 1
         # The nodes' recorded time; less the in-event cost it may be 0 for a tiny model.
         assert float(cell["attr_kernel_raw_s"]) > 0 and float(cell["attr_kernel_s"]) >= 0
-    else:
-        assert cell.attrs["attribution"].startswith("not measured: LiteRT's Python")
+    else:  # no profiler: one launch per call at the one-ADD floor, kernels not seen
+        assert cell.attrs["attribution"].startswith("LiteRT's Python interpreter has no")
+        assert float(cell["attr_dispatches"]) == 1.0 and float(cell["attr_floor_s"]) > 0
+        assert np.isnan(float(cell["attr_kernel_s"])) and float(cell["null_call_s"]) > 0
 
 
 @pytest.mark.slow

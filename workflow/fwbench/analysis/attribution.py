@@ -3,7 +3,9 @@ attribution pass (fwbench.measure.attribution) and the roofline (fwbench.analysi
 
 - roof_s: the cache-aware lower bound, the least time the cell's work can take here;
 - kernel_excess_s: the kernel time the profiler saw beyond that bound (0 where it saw less:
-  kernels it cannot see, such as inductor's generated C++, are then in the residual);
+  kernels it cannot see, such as inductor's generated C++, are then in the residual), the
+  kernel time taken as its share of the profiled run's work, times the clean median
+  (clean_kernel_s: the profiled run is another moment than the clean samples);
 - dispatch_s: the ops or launches per call × the mode's own launch floor;
 - residual_s: the rest of the median: allocation, glue, synchronization, idle.
 
@@ -14,7 +16,8 @@ how much they overshoot: within CLOSURE_TOLERANCE the breakdown holds. `explaine
 share of the median the first three parts explain. Where the profiler cannot see the kernels at
 all (kernel time NaN), the kernel excess is unknown and the residual holds it.
 
-Two cross-checks: `batch_fit` (latency = α + β·batch over a variant's batches; α, the cost
+Three cross-checks: `per_step` (an rnn or lstm cell's median, dispatch, roof and α per
+recurrent step); `batch_fit` (latency = α + β·batch over a variant's batches; α, the cost
 whatever the batch, set against the dispatch part without the profiler) and `compile_gain` (a
 compiled or exported mode's time against its eager cell, split into dispatch removed, kernel
 time changed and the rest).
@@ -36,8 +39,11 @@ PART_LABELS = {
 CLOSURE_TOLERANCE = 0.10
 # stats.nc's variables of the breakdown, with units.
 UNITS = {part: "s" for part in PARTS} | {"explained_share": "1", "attribution_closure": "1"}
+UNITS |= {"attr_stretch": "1"}
 UNITS |= {name: "s" for name in ("batch_fit_alpha_s", "batch_fit_beta_s")}
 UNITS |= {name: "s" for name in ("gain_dispatch_s", "gain_kernel_s", "gain_rest_s")}
+UNITS |= {name: "s" for name in ("step_s", "step_dispatch_s", "step_roof_s", "step_alpha_s")}
+UNITS |= {"step_dispatches": "1"}
 # From the cells (the pass's per-call readings), as the aggregate pooled them.
 FROM_CELLS = (
     "attr_dispatches",
@@ -46,8 +52,23 @@ FROM_CELLS = (
     "attr_event_cost_s",
     "attr_events",
     "attr_profiled_call_s",
+    "attr_profiled_work_s",
+    "attr_nested_events",
     "attr_pass_s",
 )
+
+
+def clean_kernel_s(
+    median_s: np.ndarray, kernel_s: np.ndarray, work_s: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The kernel time in the clean median's terms: the profiled run's kernel time as its share
+    of that run's work (its wall less the profiler's calibrated cost), times the median; and
+    the stretch, that work over the median (1: the profiled run's work took the clean time;
+    the machine's state between the two runs and events dearer than calibrated move it).
+    Where a cell has no work recorded (written before it was), its kernel time as it is."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        stretch = work_s / median_s
+        return np.where(np.isnan(work_s), kernel_s, kernel_s / stretch), stretch
 
 
 def time_parts(
@@ -56,10 +77,13 @@ def time_parts(
     kernel_s: np.ndarray,
     dispatches: np.ndarray,
     floor_s: np.ndarray,
+    work_s: np.ndarray,
 ) -> dict[str, np.ndarray]:
-    """The four parts, the share they explain and their closure, per cell (NaN where the cell
-    has no median, roof or pass; the kernel excess alone NaN where kernels were not seen)."""
+    """The four parts, the share they explain, their closure and the profiled run's stretch,
+    per cell (NaN where the cell has no median, roof or pass; the kernel excess alone NaN where
+    kernels were not seen). `kernel_s` and `work_s` are the profiled run's (clean_kernel_s)."""
     dispatch = dispatches * floor_s
+    kernel_s, stretch = clean_kernel_s(median_s, kernel_s, work_s)
     complete = ~(np.isnan(median_s) | np.isnan(lower_bound_s) | np.isnan(dispatch))
     seen = complete & ~np.isnan(kernel_s)
     kernel = np.where(seen, np.fmax(kernel_s, lower_bound_s), lower_bound_s)
@@ -72,6 +96,7 @@ def time_parts(
             "residual_s": np.fmax(residual, 0.0),
             "explained_share": (kernel + dispatch) / median_s,
             "attribution_closure": (kernel + dispatch + np.fmax(residual, 0.0)) / median_s,
+            "attr_stretch": stretch,
         }
     return {name: np.where(complete, values, np.nan) for name, values in parts.items()}
 
@@ -108,6 +133,22 @@ def batch_fit(median_s: np.ndarray, batches: np.ndarray) -> dict[str, np.ndarray
     }
 
 
+def per_step(parts: dict[str, np.ndarray], cells: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """For rnn and lstm (`recurrent_steps`: cell steps per call, each waiting on the one
+    before), the median, the ops or launches, their dispatch, the roof and the batch fit's α
+    per step: what one step costs against what its ops' floor and its share of the roof
+    explain. NaN for the other architectures."""
+    steps = cells["recurrent_steps"]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return {
+            "step_s": cells["median_s"] / steps,
+            "step_dispatches": cells["attr_dispatches"] / steps,
+            "step_dispatch_s": parts["dispatch_s"] / steps,
+            "step_roof_s": parts["roof_s"] / steps,
+            "step_alpha_s": parts["batch_fit_alpha_s"] / steps,
+        }
+
+
 def eager_index(modes: list[str]) -> int | None:
     return modes.index(EAGER_MODE) if EAGER_MODE in modes else None
 
@@ -128,6 +169,8 @@ def attribution_variables(cells: dict[str, np.ndarray], coords: tuple[list, ...]
     """stats.nc's breakdown of every cell (`cells`: the statistics so far, the pass's readings
     and the roofline's bound; `coords`: framework, mode, arch and batch values)."""
     names = ("median_s", "lower_bound_s", "attr_kernel_s", "attr_dispatches", "attr_floor_s")
+    names += ("attr_profiled_work_s",)
     parts = time_parts(*(cells[name] for name in names))
     parts |= batch_fit(cells["median_s"], np.array(coords[3], dtype=float))
+    parts |= per_step(parts, cells)
     return parts | compile_gain(parts, eager_index(list(coords[1])))

@@ -10,8 +10,9 @@ and TensorFlow's profiler write the same format, fwbench.frameworks.xspace).
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from fwbench.frameworks.xspace import Event, Line, Plane
 
@@ -32,6 +33,8 @@ class Trace:
     kernels_visible: bool = True
     note: str = ""
     kernel_events: int | None = None  # kernel events, where one gave several intervals
+    inside: int = 0  # events that start inside a kernel region it did not open (nested)
+    kernels_inside: int = 0  # the kernel events among them
 
     def kernel_count(self) -> int:
         """The kernel events the intervals come from (one interval each unless said)."""
@@ -43,6 +46,24 @@ class Trace:
     def kernel_ns(self) -> float:
         """The union of the kernel events' intervals: time in which some kernel ran."""
         return sum(end - start for start, end in self.regions())
+
+
+def nested(trace: Trace, starts: Iterable[float], kernel_starts: Iterable[float]) -> Trace:
+    """`trace` with its nesting counted: of the events starting at `starts` (every event) and
+    `kernel_starts` (the kernel events), those that start strictly inside a kernel region (a
+    while loop's body under XLA, a Loop node's subgraph under ONNX Runtime): their whole
+    recording cost lands inside the kernel time, not only the in-event part of one event."""
+    regions = trace.regions()
+    opens = [start for start, _ in regions]
+
+    def count(points: Iterable[float]) -> int:
+        inside = 0
+        for point in points:
+            at = bisect_left(opens, point) - 1  # the last region opening before `point`
+            inside += at >= 0 and point < regions[at][1]
+        return inside
+
+    return replace(trace, inside=count(starts), kernels_inside=count(kernel_starts))
 
 
 def merged(intervals: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
@@ -121,13 +142,14 @@ class XSpaceRules:
     def trace(self, planes: list[Plane], calls: int) -> Trace:
         """The Trace of the host plane and any device planes of a profile of `calls` calls."""
         dispatch, not_kernel = re.compile(self.dispatch), re.compile(self.not_kernel)
-        dispatches, kernels, events = 0, [], 0
+        dispatches, kernels, starts = 0, [], []
         for plane in planes:
             if plane.name != HOST_PLANE and not plane.name.startswith(DEVICE_PLANE):
                 continue
             for line in plane.lines:
-                events += len(line.events)
+                starts += [e.start_ns for e in line.events]
                 dispatches += len(top_level(e for e in line.events if dispatch.search(e.name)))
                 for rule in self.kernels:
                     kernels += rule.select(line, not_kernel)
-        return Trace(calls, dispatches, tuple(kernels), events)
+        trace = Trace(calls, dispatches, tuple(kernels), len(starts))
+        return nested(trace, starts, (start for start, _ in kernels))

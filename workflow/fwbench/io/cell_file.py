@@ -18,6 +18,8 @@ Variables (SI units in the `units` attribute):
   working_set_bytes   B      analytic estimate of the bytes live at once (weights + input +
                              output + live activations): picks the roofline's memory level;
                              schema version 3
+  recurrent_steps     1      rnn and lstm: cell steps per call, each waiting on the one before
+                             (seq_len × layers); NaN for the others and in older cells
   counter_flops       FLOP   the framework's own counter, NaN where it has none (see attr note)
   peak_mem_bytes      B      process peak RSS on CPU; allocator peak on an accelerator
   compiled            1      1 when the callable really ran compiled, else 0
@@ -50,7 +52,9 @@ version 8, older cells and later processes read NaN), per call: attr_dispatches 
 launches), attr_kernel_s (kernel time less the profiler's in-event cost; attr_kernel_raw_s
 before), attr_kernel_regions, attr_floor_s (the mode's launch floor), attr_events,
 attr_event_cost_s (the profiler's cost per event, on the floor call), attr_floor_kernel_s,
-attr_profiled_call_s, attr_calls (calls profiled), attr_pass_s (the pass's wall time); the
+attr_profiled_call_s, attr_profiled_work_s (that wall less the events' calibrated cost),
+attr_nested_events (events inside a kernel region), attr_calls (calls profiled), attr_pass_s
+(the pass's wall time); the
 attribute `attribution` says what the profiler saw and could not see, or why no pass ran.
 Attributes: framework, framework_version, versions (JSON of every relevant distribution), mode,
 arch, batch, process (which of the cell's fresh processes: 0 when absent), status ('ok' |
@@ -104,6 +108,8 @@ ATTRIBUTION_UNITS = {
     "attr_event_cost_s": "s",
     "attr_floor_kernel_s": "s",
     "attr_profiled_call_s": "s",
+    "attr_profiled_work_s": "s",
+    "attr_nested_events": "1",
     "attr_calls": "1",
     "attr_pass_s": "s",
 }
@@ -117,6 +123,7 @@ UNITS = {
     "bytes": "B",
     "activation_bytes": "B",
     "working_set_bytes": "B",
+    "recurrent_steps": "1",
     "counter_flops": "FLOP",
     "peak_mem_bytes": "B",
     **COMPILE_AND_LOAD_UNITS,

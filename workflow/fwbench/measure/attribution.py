@@ -6,17 +6,22 @@ dispatch and the rest from it (fwbench.analysis.attribution).
 What the pass measures, per call:
 - `attr_dispatches`: ops (eager) or launches (compiled) the framework dispatched.
 - `attr_kernel_s`: the union of the kernel events' intervals (fwbench.frameworks.trace), less the
-  cost inside a kernel event: each kernel event loses the length the same profiler records for
-  the launch floor's kernel (`attr_floor_kernel_s`: a 1-element op, so its length is the
-  dispatcher's and the profiler's cost inside an event, not work; the null call's where the
-  floor's kernel is not seen). `attr_kernel_regions`: the disjoint intervals per call.
+  profiler's cost inside it: each kernel event that opens its own interval loses the length the
+  same profiler records for the launch floor's kernel (`attr_floor_kernel_s`: a 1-element op,
+  so its length is the dispatcher's and the profiler's cost inside an event, not work; the
+  null call's where the floor's kernel is not seen), and each event nested inside a kernel
+  region (`attr_nested_events`: an XLA while loop's body, an ONNX Runtime Loop's subgraph) the
+  whole per-event cost. `attr_kernel_regions`: the disjoint intervals per call.
 - `attr_floor_s`: the mode's own per-launch floor, unprofiled (the runner's launch_floor, an
   identity through the same compiler for compiled modes; the cell's null call, timed already,
   for the others).
 - The profiler's own cost, calibrated on the floor call under the same profiler: per event,
-  (profiled floor call - unprofiled floor call) / its events (`attr_event_cost_s`), and the
-  profiled run's wall per call (`attr_profiled_call_s`), so a reader sees how far the
-  profiled run sat from the clean one.
+  (profiled floor call - the same loop unprofiled just before and after) / its events
+  (`attr_event_cost_s`); the profiled run's wall per call (`attr_profiled_call_s`) and that
+  wall less every event's calibrated cost (`attr_profiled_work_s`): the statistics read the
+  kernel time as its share of this work, for the profiled run sits at another moment than the
+  clean samples (this VM's speed moves by up to 1.4x within seconds) and a dense trace's
+  events can cost more than the floor's.
 - `attr_pass_s`: the whole pass's wall time (its cost to the sweep).
 """
 
@@ -58,6 +63,14 @@ def floor_s(
     return float(np.median(timing.latency_s))
 
 
+def _loop(call: Callable[[], Any], sync: Callable[[Any], None], calls: int) -> float:
+    """`calls` synced calls; their wall time per call."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        sync(call())
+    return (time.perf_counter() - start) / calls
+
+
 def _profile_calls(
     profile: Callable[[Callable[[], Any], int], Trace],
     call: Callable[[], Any],
@@ -68,49 +81,57 @@ def _profile_calls(
     """`profile` over `calls` synced calls in `context`; the trace and the wall per call (of
     the last run, where a profiler runs `run` more than once)."""
     wall: list[float] = []
-
-    def run() -> None:
-        start = time.perf_counter()
-        for _ in range(calls):
-            sync(call())
-        wall.append(time.perf_counter() - start)
-
     with context():
-        trace = profile(run, calls)
-    return trace, wall[-1] / calls
+        trace = profile(lambda: wall.append(_loop(call, sync, calls)), calls)
+    return trace, wall[-1]
 
 
 def _calibration(
-    profile: Callable[[Callable[[], Any], int], Trace], call: NullCall, unprofiled_s: float
+    profile: Callable[[Callable[[], Any], int], Trace], call: NullCall
 ) -> tuple[float, float]:
-    """The profiler's cost on a floor call: per event ((profiled - unprofiled) / its events),
-    and the mean length it records for the call's kernel events (NaN where it saw none)."""
+    """The profiler's cost on a floor call: per event, (profiled - unprofiled) / its events,
+    the unprofiled wall the mean of the same loop's just before and just after (the machine's
+    state moves within seconds here: a median taken earlier is no reference), and never below
+    0; and the mean length the profiler records for the call's kernel events (NaN where it saw
+    none)."""
     with call.context():  # warm, as the cell's runner is: a cold first call is no floor
         for _ in range(CALIBRATION_WARMUP):
             call.sync(call.call())
+        before = _loop(call.call, call.sync, CALIBRATION_CALLS)
     trace, profiled_s = _profile_calls(
         profile, call.call, call.sync, call.context, CALIBRATION_CALLS
     )
+    with call.context():
+        after = _loop(call.call, call.sync, CALIBRATION_CALLS)
     events_per_call = trace.events / trace.calls
-    per_event = (profiled_s - unprofiled_s) / events_per_call if events_per_call else math.nan
+    cost = max(profiled_s - (before + after) / 2, 0.0)
+    per_event = cost / events_per_call if events_per_call else math.nan
     count = trace.kernel_count()
     return per_event, trace.kernel_ns() * 1e-9 / count if count else math.nan
 
 
 def _in_event(
-    profile: Callable[[Callable[[], Any], int], Trace],
-    floor: tuple[NullCall, float],
-    null: tuple[NullCall, float],
+    profile: Callable[[Callable[[], Any], int], Trace], floor: NullCall, null: NullCall
 ) -> dict[str, float]:
     """The profiler's cost, calibrated on the mode's launch floor (its kernel event is of the
     kind the mode's kernels are: an XLA thunk under jit), or on the null call where the floor
-    shows no kernel (inductor's C++ kernels do not reach torch.profiler). Each: (call, its
-    unprofiled median)."""
-    per_event, in_event = _calibration(profile, *floor)
-    if math.isnan(in_event) and floor[0] is not null[0]:
-        per_event_null, in_event = _calibration(profile, *null)
+    shows no kernel (inductor's C++ kernels do not reach torch.profiler)."""
+    per_event, in_event = _calibration(profile, floor)
+    if math.isnan(in_event) and floor is not null:
+        per_event_null, in_event = _calibration(profile, null)
         per_event = per_event_null if math.isnan(per_event) else per_event
     return {"attr_event_cost_s": per_event, "attr_floor_kernel_s": in_event}
+
+
+def _profiler_costs(trace: Trace, cost: dict[str, float]) -> tuple[float, float]:
+    """Per call, the profiler's calibrated cost inside the kernel regions (each kernel event
+    that opens its own interval: the floor kernel's recorded length; each event nested inside
+    a region: the whole per-event cost) and in the whole call (every event: the per-event
+    cost)."""
+    per_event = 0.0 if math.isnan(cost["attr_event_cost_s"]) else cost["attr_event_cost_s"]
+    own = trace.kernel_count() - trace.kernels_inside
+    in_kernels = cost["attr_floor_kernel_s"] * own + per_event * trace.inside
+    return in_kernels / trace.calls, per_event * trace.events / trace.calls
 
 
 def attribute(
@@ -130,20 +151,23 @@ def attribute(
         calls,
     )
     trace = runner.own_trace(trace)
-    null = (adapter.null_call(runner.device), null_call_s)
+    null = adapter.null_call(runner.device)
     own = runner.launch_floor()
-    floor = (own, floor_s(own)) if own is not None else null
-    cost = _in_event(adapter.profile, floor, null)
+    floor = (own, floor_s(own)) if own is not None else (null, null_call_s)
+    cost = _in_event(adapter.profile, floor[0], null)
+    in_kernels, in_call = _profiler_costs(trace, cost)
     raw = trace.kernel_ns() * 1e-9 / calls if trace.kernels_visible else math.nan
-    in_event = cost["attr_floor_kernel_s"] * trace.kernel_count() / calls
+    work = profiled_s - in_call
     scalars = cost | {
         "attr_dispatches": trace.dispatches / calls,
         "attr_kernel_raw_s": raw,
-        "attr_kernel_s": max(raw - in_event, 0.0) if trace.kernels_visible else math.nan,
+        "attr_kernel_s": max(raw - in_kernels, 0.0) if trace.kernels_visible else math.nan,
         "attr_kernel_regions": len(trace.regions()) / calls,
+        "attr_nested_events": trace.inside / calls,
         "attr_floor_s": floor[1],
         "attr_events": trace.events / calls,
         "attr_profiled_call_s": profiled_s,
+        "attr_profiled_work_s": work if work > 0 else math.nan,
         "attr_calls": calls,
     }
     scalars["attr_pass_s"] = time.perf_counter() - start

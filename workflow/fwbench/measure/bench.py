@@ -121,6 +121,7 @@ def _artifact(request: CellRequest) -> str | None:
 
 def _analytic_cost(spec: Any, batch: int) -> dict[str, float]:
     from fwbench.model import cost
+    from fwbench.model.specs import RecurrentSpec
 
     analytic = cost.cost(spec, batch)
     return {
@@ -128,6 +129,7 @@ def _analytic_cost(spec: Any, batch: int) -> dict[str, float]:
         "bytes": analytic.bytes,
         "activation_bytes": analytic.activation_bytes,
         "working_set_bytes": analytic.working_set_bytes,
+        "recurrent_steps": spec.steps if isinstance(spec, RecurrentSpec) else np.nan,
     }
 
 

@@ -79,6 +79,12 @@ class RecurrentSpec:
     def input_shape(self, batch: int) -> tuple[int, ...]:
         return (batch, self.seq_len, self.input)
 
+    @property
+    def steps(self) -> int:
+        """Recurrent cell steps per call, each waiting on the one before: every layer runs
+        the sequence in turn."""
+        return self.seq_len * self.layers
+
 
 @dataclass(frozen=True)
 class TransformerSpec:

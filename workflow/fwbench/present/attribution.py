@@ -12,7 +12,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from fwbench.analysis.attribution import PART_LABELS, PARTS
+from fwbench.analysis.attribution import CLOSURE_TOLERANCE, PART_LABELS, PARTS
 from fwbench.io.dims import EAGER_MODE, STATUS_OK
 from fwbench.present.figure_data import FigureInputs, cell_value, failed_note, variants
 from fwbench.present.format import MISSING, fixed, latency_us, percent
@@ -34,6 +34,7 @@ TABLE_HEADER = [
     "ops or launches / call",
     "floor µs",
     "α of the batch fit µs",
+    "profiled stretch",
     "largest part",
 ]
 GAIN_HEADER = [
@@ -71,6 +72,7 @@ def _row(stats: xr.Dataset, cell: tuple) -> list[str]:
         fixed(value("attr_dispatches"), digits=0),
         latency_us(value("attr_floor_s")),
         latency_us(value("batch_fit_alpha_s")),
+        fixed(value("attr_stretch"), digits=2),
         str(cell_value(stats, "dominant_part", cell)),
     ]
 
@@ -98,6 +100,69 @@ def gain_table(stats: xr.Dataset, batch: int) -> str:
             ]
         )
     return markdown_table(GAIN_HEADER, rows) if rows else ""
+
+
+STEP_HEADER = [
+    "variant",
+    "architecture",
+    "steps / call",
+    "µs / step",
+    "ops or launches / step",
+    "dispatch µs / step",
+    "roof µs / step",
+    "α µs / step",
+    "(dispatch + roof) / step time",
+]
+
+
+def step_table(stats: xr.Dataset, batch: int) -> str:
+    """Per recurrent step (rnn, lstm: the cell steps a call runs one after another), what a
+    step costs against its ops' floor and its share of the roof; '' without such cells."""
+    rows = []
+    for cell in attributed_cells(stats, batch):
+        value = lambda name, at=cell: float(cell_value(stats, name, at))  # noqa: E731
+        if "step_s" not in stats or not math.isfinite(value("step_s")):
+            continue
+        rows.append(
+            [
+                f"{cell[0]}/{cell[1]}",
+                cell[2],
+                fixed(value("recurrent_steps"), digits=0),
+                latency_us(value("step_s")),
+                fixed(value("step_dispatches"), digits=2),
+                latency_us(value("step_dispatch_s")),
+                latency_us(value("step_roof_s")),
+                latency_us(value("step_alpha_s")),
+                percent((value("step_dispatch_s") + value("step_roof_s")) / value("step_s")),
+            ]
+        )
+    return markdown_table(STEP_HEADER, rows) if rows else ""
+
+
+def closure_note(stats: xr.Dataset) -> str:
+    """How many cells' parts close on their median (kernel time and dispatch not above it by
+    more than CLOSURE_TOLERANCE), and the range of the profiled runs' stretch, over every
+    batch; '' without parts."""
+    if "attribution_closure" not in stats:
+        return ""
+    closure = stats["attribution_closure"].values.ravel()
+    closure = closure[np.isfinite(closure)]
+    if not closure.size:
+        return ""
+    stretch = stats["attr_stretch"].values.ravel()
+    stretch = stretch[np.isfinite(stretch)]
+    held = int((closure <= 1 + CLOSURE_TOLERANCE).sum())
+    text = (
+        f"The parts close on the median within {CLOSURE_TOLERANCE:.0%} in {held} of "
+        f"{closure.size} cells with parts (every batch; `attribution_closure` in stats.csv)."
+    )
+    if stretch.size:
+        low, mid, high = np.percentile(stretch, [0, 50, 100])
+        text += (
+            f" The profiled runs' work over the clean median (`attr_stretch`): median "
+            f"{mid:.2f}, range {low:.2f}–{high:.2f}."
+        )
+    return text
 
 
 def _signed_us(seconds: float) -> str:

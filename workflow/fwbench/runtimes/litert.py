@@ -15,7 +15,9 @@ from collections.abc import Callable
 from importlib.metadata import version as distribution_version
 from typing import Any
 
+import flatbuffers
 import numpy as np
+from ai_edge_litert import schema_py_generated as schema
 from ai_edge_litert.interpreter import Interpreter
 
 from fwbench.frameworks.protocols import CompileInfo, NullCall
@@ -81,19 +83,69 @@ class LiteRTRunner(RuntimeRunner):
         )
 
 
-def null_call(device: str, threads: int) -> NullCall | None:
-    """None: a LiteRT model comes only from a converter (TensorFlow), which a LiteRT cell does
-    not import; its floor is not measured (null_call_s is NaN, and the cell says why)."""
-    return None
+def _tensor(name: str, buffer: int) -> schema.TensorT:
+    tensor = schema.TensorT()
+    tensor.shape, tensor.type = [1], schema.TensorType.FLOAT32
+    tensor.buffer, tensor.name = buffer, name
+    return tensor
+
+
+def _buffer(data: bytes = b"") -> schema.BufferT:
+    buffer = schema.BufferT()
+    buffer.data = np.frombuffer(data, np.uint8) if data else None
+    return buffer
+
+
+def one_add_model() -> bytes:
+    """A .tflite flatbuffer of one ADD of a constant 1 to a 1-element input, written with
+    LiteRT's own schema (no converter, so no TensorFlow in a LiteRT cell)."""
+    code = schema.OperatorCodeT()
+    code.builtinCode = code.deprecatedBuiltinCode = schema.BuiltinOperator.ADD
+    code.version = 1
+    add = schema.OperatorT()
+    add.opcodeIndex, add.inputs, add.outputs = 0, [0, 1], [2]
+    add.builtinOptionsType = schema.BuiltinOptions.AddOptions
+    add.builtinOptions = schema.AddOptionsT()
+    graph = schema.SubGraphT()
+    graph.tensors = [_tensor("x", 1), _tensor("one", 2), _tensor("y", 3)]
+    graph.inputs, graph.outputs, graph.operators = [0], [2], [add]
+    model = schema.ModelT()
+    model.version, model.operatorCodes, model.subgraphs = 3, [code], [graph]
+    model.buffers = [_buffer(), _buffer(), _buffer(np.float32([1.0]).tobytes()), _buffer()]
+    builder = flatbuffers.Builder(256)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def null_call(device: str, threads: int) -> NullCall:
+    """LiteRT's floor: one invoke of a one-ADD model on a 1-element input and the read of its
+    output, as a cell's call invokes and reads, in an interpreter made as the cell's is."""
+    if device != "cpu":
+        raise RuntimeError(NO_CUDA)
+    interpreter = Interpreter(model_content=one_add_model(), num_threads=threads)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(interpreter.get_input_details()[0]["index"], np.zeros(1, np.float32))
+    output = interpreter.get_output_details()[0]["index"]
+
+    def call() -> np.ndarray:
+        interpreter.invoke()
+        return interpreter.get_tensor(output)
+
+    return NullCall(call, lambda _: None)
+
+
+NO_PROFILER = (
+    "LiteRT's Python interpreter has no profiler (its op profiler is in the C++ "
+    "benchmark_model tool): kernel time is not seen (in the residual); one launch per call "
+    "(an invoke), at the floor of a one-ADD model's invoke"
+)
 
 
 def profile(run: Callable[[], Any], calls: int) -> Trace:
-    """Raises, saying why there is no profile: the cell records the reason as its
-    attribution."""
-    raise NotImplementedError(
-        "LiteRT's Python interpreter has no profiler (its op profiler is in the C++ "
-        "benchmark_model tool), and a LiteRT cell has no floor to count launches against"
-    )
+    """No profiler to run: `run` runs unprofiled, and its trace holds what is known without
+    one: each call is one invoke, one launch; its kernels are not seen."""
+    run()
+    return Trace(calls, calls, (), 0, kernels_visible=False, note=NO_PROFILER)
 
 
 def adapter(framework: str) -> RuntimeAdapter:

@@ -29,7 +29,7 @@ import onnxruntime as ort
 
 from fwbench.frameworks.base import check_device
 from fwbench.frameworks.protocols import CompileInfo, NullCall
-from fwbench.frameworks.trace import Trace
+from fwbench.frameworks.trace import Trace, nested
 from fwbench.model.weights import Weights
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
 
@@ -209,7 +209,8 @@ def trace_of(events: list[dict[str, Any]], calls: int) -> Trace:
         for e in inside
         if e.get("cat") == NODE_CATEGORY and e["name"].endswith(KERNEL_SUFFIX)
     )
-    return Trace(calls=calls, dispatches=len(runs), kernels=kernels, events=len(inside))
+    trace = Trace(calls=calls, dispatches=len(runs), kernels=kernels, events=len(inside))
+    return nested(trace, (e["ts"] * 1e3 for e in inside), (start for start, _ in kernels))
 
 
 def adapter(framework: str) -> RuntimeAdapter:

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from fwbench.frameworks.trace import Trace, self_time
+from fwbench.frameworks.trace import Trace, nested, self_time
 
 # torch.profiler's events around compiled code: neither a dispatch nor a kernel.
 WRAPPERS = re.compile(
@@ -96,4 +96,5 @@ def profile(run: Callable[[], Any], calls: int) -> Trace:
         for e in kernel_events
         for piece in self_time(*_ns(e), (_ns(child) for child in e.cpu_children))
     )
-    return Trace(calls, dispatches, kernels, len(events), kernel_events=len(kernel_events))
+    trace = Trace(calls, dispatches, kernels, len(events), kernel_events=len(kernel_events))
+    return nested(trace, (_ns(e)[0] for e in events), (_ns(e)[0] for e in kernel_events))

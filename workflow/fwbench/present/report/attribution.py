@@ -4,7 +4,13 @@ is measured."""
 
 from __future__ import annotations
 
-from fwbench.present.attribution import attribution_table, gain_table, unattributed
+from fwbench.present.attribution import (
+    attribution_table,
+    closure_note,
+    gain_table,
+    step_table,
+    unattributed,
+)
 from fwbench.present.figure_data import FigureInputs
 from fwbench.present.report.context import ReportContext, SystemPart
 
@@ -23,9 +29,14 @@ METHOD = (
     "1-element add through the same compiler: torch.compile with the cell's options, jax.jit, "
     "tf.function with or without XLA); and **the rest** (allocation, glue, Python around the "
     "ops, synchronization, idle), the median less the others. The median is the clean "
-    "timing's; the profiled calls run slower (their wall time and the profiler's cost per "
-    "event, calibrated on the floor call, are in stats.csv: `attr_profiled_call_s`, "
-    "`attr_event_cost_s`). What the profilers cannot see: XLA's fusions are one kernel each; a "
+    "timing's; the profiled calls run slower and at another moment (this machine's speed "
+    "moves within seconds), so the kernel time enters as its share of the profiled run's "
+    "work (its wall less every event's cost, calibrated on the floor call against the same "
+    "loop unprofiled just before and after; an event nested inside a kernel, as an XLA while "
+    "loop's body or an ONNX Runtime Loop's subgraph, loses that whole cost from the kernel "
+    "time) times the clean median; `attr_stretch` in stats.csv is that work over the median, "
+    "far from 1 where the trace's events cost more than calibrated. What the profilers "
+    "cannot see: XLA's fusions are one kernel each; a "
     "oneDNN primitive is one op; inductor's generated C++ kernels do not reach torch.profiler "
     "(a compiled torch cell's fused elementwise work is in the rest; its GEMMs and "
     "convolutions are seen); AOTInductor runs its kernels past torch's dispatcher (kernel "
@@ -34,7 +45,9 @@ METHOD = (
     "profiles only a session created with profiling on: the pass runs the calls on a twin of "
     "the timed session (same model, options and threads), one run is one launch at the floor "
     "of a one-Add model's run, and each node's kernel time is a kernel (a fused node is one; "
-    "ORT records whole µs). LiteRT's Python interpreter has no profiler: its cells say so."
+    "ORT records whole µs). LiteRT's Python interpreter has no profiler: a LiteRT cell's "
+    "call is one launch (an invoke) at the floor of a one-ADD model's invoke, and its kernel "
+    "time is not seen (kernel excess unknown, in the rest)."
 )
 
 
@@ -43,6 +56,13 @@ CROSS_CHECKS = (
     "variant's batches (the cost a call pays whatever its batch), to set against dispatch; the "
     "table after it splits what a compiled or exported mode saves against eager (positive: it "
     "spends less there) into dispatch removed, kernel time (roof + excess) and the rest."
+)
+
+
+STEPS = (
+    "an rnn or lstm call runs layers × seq_len cell steps, each waiting on the one before; "
+    "a step's time against its ops or launches × the floor plus its share of the roof, and "
+    "against α of the batch fit per step, which needs no profiler"
 )
 
 
@@ -57,12 +77,14 @@ def attribution_section(context: ReportContext, part: SystemPart) -> str:
         else ""
     )
     gains = gain_table(part.stats, batch)
+    steps = step_table(part.stats, batch)
     return (
         f"## Where the time goes (batch {batch})\n\n{METHOD}{without}\n\n"
-        f"{CROSS_CHECKS}\n\n{attribution_table(part.stats, batch)}"
+        f"{closure_note(part.stats)}\n\n{CROSS_CHECKS}\n\n{attribution_table(part.stats, batch)}"
         + (
             f"\nWhat compiling or exporting changed, part by part, against eager:\n\n{gains}"
             if gains
             else ""
         )
+        + (f"\nPer recurrent step ({STEPS}):\n\n{steps}" if steps else "")
     )
