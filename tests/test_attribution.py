@@ -5,6 +5,7 @@ fake adapter; the frameworks' own profilers: test_attribution_frameworks)."""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -210,13 +211,17 @@ def test_a_cell_records_the_pass_after_its_samples(fake):
     profiled = float(cell["attr_profiled_call_s"])
     # half of each profiled call is its kernel, less the floor's own recorded kernel
     assert raw == pytest.approx(fake_adapter.KERNEL_SHARE * profiled, rel=0.2)
-    assert kernel == pytest.approx(raw - float(cell["attr_floor_kernel_s"]), rel=1e-6)
+    overhead = profiled - float(cell["attr_unprofiled_call_s"])  # the profiler's, measured
+    in_event = min(float(cell["attr_floor_kernel_s"]), max(overhead, 0.0))
+    assert kernel == pytest.approx(raw - in_event, rel=1e-6)
     assert float(cell["attr_floor_s"]) > 0 and float(cell["attr_pass_s"]) > 0
-    # the work: the profiled wall less every event's calibrated cost (never a negative cost)
+    # the work: the profiled wall less every event's calibrated cost (never a negative cost),
+    # never below the same calls unprofiled
     per_event, events = float(cell["attr_event_cost_s"]), float(cell["attr_events"])
     assert per_event >= 0 and float(cell["attr_nested_events"]) == 0
-    work = float(cell["attr_profiled_work_s"])
-    assert work == pytest.approx(profiled - per_event * events, rel=1e-6)
+    work, unprofiled = float(cell["attr_profiled_work_s"]), float(cell["attr_unprofiled_call_s"])
+    assert unprofiled > 0
+    assert work == pytest.approx(max(profiled - per_event * events, unprofiled), rel=1e-6)
 
 
 def test_bench_attribution_false_leaves_the_pass_out(fake):
@@ -363,3 +368,27 @@ def test_the_closure_note_counts_the_cells_whose_parts_close_and_the_stretch(tmp
     assert closure_note(stats).startswith("The parts close on the median within 10% in 1 of 1")
     assert "median 1.50, range 1.50–1.50" in closure_note(stats)
     assert closure_note(stats.drop_vars("attribution_closure")) == ""
+
+
+def test_a_pass_whose_profiler_costs_more_than_the_call_leaves_kernel_time_unresolved(
+    fake, monkeypatch
+):
+    forward, profile = fake_adapter.forward, fake_adapter.profile
+
+    def slowed(*args):  # a call under a profiler that records a dense trace
+        time.sleep(200e-6)
+        return forward(*args)
+
+    def dense(run, calls):
+        monkeypatch.setattr(fake_adapter, "forward", slowed)
+        try:
+            return profile(run, calls)
+        finally:
+            monkeypatch.setattr(fake_adapter, "forward", forward)
+
+    monkeypatch.setattr(fake_adapter, "profile", dense)
+    bench.run_cell(fake_adapter.request(lock=str(fake / "lock")), fake / "cell.nc")
+    cell = read_cell(fake / "cell.nc")
+    assert np.isnan(float(cell["attr_kernel_s"])) and float(cell["attr_kernel_raw_s"]) >= 0
+    assert "kernel time not resolved: the profiler's own cost" in cell.attrs["attribution"]
+    assert float(cell["attr_profiled_call_s"]) > 2 * float(cell["attr_unprofiled_call_s"])

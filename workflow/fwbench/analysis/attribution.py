@@ -53,6 +53,7 @@ FROM_CELLS = (
     "attr_events",
     "attr_profiled_call_s",
     "attr_profiled_work_s",
+    "attr_unprofiled_call_s",
     "attr_nested_events",
     "attr_pass_s",
 )

@@ -52,7 +52,8 @@ version 8, older cells and later processes read NaN), per call: attr_dispatches 
 launches), attr_kernel_s (kernel time less the profiler's in-event cost; attr_kernel_raw_s
 before), attr_kernel_regions, attr_floor_s (the mode's launch floor), attr_events,
 attr_event_cost_s (the profiler's cost per event, on the floor call), attr_floor_kernel_s,
-attr_profiled_call_s, attr_profiled_work_s (that wall less the events' calibrated cost),
+attr_profiled_call_s, attr_profiled_work_s (that wall less the events' calibrated cost, at
+least attr_unprofiled_call_s: the same calls unprofiled right after),
 attr_nested_events (events inside a kernel region), attr_calls (calls profiled), attr_pass_s
 (the pass's wall time); the
 attribute `attribution` says what the profiler saw and could not see, or why no pass ran.
@@ -109,6 +110,7 @@ ATTRIBUTION_UNITS = {
     "attr_floor_kernel_s": "s",
     "attr_profiled_call_s": "s",
     "attr_profiled_work_s": "s",
+    "attr_unprofiled_call_s": "s",
     "attr_nested_events": "1",
     "attr_calls": "1",
     "attr_pass_s": "s",

@@ -11,14 +11,19 @@ What the pass measures, per call:
   so its length is the dispatcher's and the profiler's cost inside an event, not work; the
   null call's where the floor's kernel is not seen), and each event nested inside a kernel
   region (`attr_nested_events`: an XLA while loop's body, an ONNX Runtime Loop's subgraph) the
-  whole per-event cost. `attr_kernel_regions`: the disjoint intervals per call.
+  whole per-event cost; never more than the profiler's measured cost (the profiled calls'
+  wall less the same calls' unprofiled right after). NaN, and the cell says why, where that
+  measured cost is more than the call itself (UNRESOLVED_OVERHEAD): a trace so dense that its
+  events' cost swamps what they time. `attr_kernel_regions`: the disjoint intervals per call.
 - `attr_floor_s`: the mode's own per-launch floor, unprofiled (the runner's launch_floor, an
   identity through the same compiler for compiled modes; the cell's null call, timed already,
   for the others).
 - The profiler's own cost, calibrated on the floor call under the same profiler: per event,
   (profiled floor call - the same loop unprofiled just before and after) / its events
   (`attr_event_cost_s`); the profiled run's wall per call (`attr_profiled_call_s`) and that
-  wall less every event's calibrated cost (`attr_profiled_work_s`): the statistics read the
+  wall less every event's calibrated cost, never below the same calls' wall unprofiled right
+  after (`attr_unprofiled_call_s`; a calibration above what this cell's events cost would
+  otherwise shrink it) (`attr_profiled_work_s`): the statistics read the
   kernel time as its share of this work, for the profiled run sits at another moment than the
   clean samples (this VM's speed moves by up to 1.4x within seconds) and a dense trace's
   events can cost more than the floor's.
@@ -42,6 +47,19 @@ PROFILE_TARGET_S = 0.05  # profiled calls: about this long unprofiled
 MIN_CALLS, MAX_CALLS = 3, 200
 CALIBRATION_CALLS, CALIBRATION_WARMUP = 200, 50
 FLOOR_WARMUP, FLOOR_REPEATS = 50, 200
+# Kernel time is not resolved where the profiler's measured cost a call is above this multiple
+# of the call unprofiled: the calibrated per-event cost, times events that many, is no
+# correction (the rnn and lstm loops of XLA and ONNX Runtime: 340-1060 events a call).
+UNRESOLVED_OVERHEAD = 1.0
+
+
+def unresolved(overhead_s: float, unprofiled_s: float, trace: Trace) -> str:
+    """Why a cell's kernel time is not resolved: the profiler cost more than the call."""
+    return (
+        f"kernel time not resolved: the profiler's own cost, {overhead_s * 1e6:.1f} µs a call, "
+        f"is more than the call itself ({unprofiled_s * 1e6:.1f} µs unprofiled) with "
+        f"{trace.events / trace.calls:.0f} events a call, too dense to subtract (in the rest)"
+    )
 
 
 def profiled_calls(median_s: float) -> int:
@@ -143,32 +161,39 @@ def attribute(
     floor of the modes whose runner has no launch floor of its own."""
     start = time.perf_counter()
     calls = profiled_calls(median_s)
+    call = lambda: runner.call_in_context(prepared)  # noqa: E731
     trace, profiled_s = _profile_calls(
-        adapter.profile,
-        lambda: runner.call_in_context(prepared),
-        runner.sync,
-        runner.timing_context,
-        calls,
+        adapter.profile, call, runner.sync, runner.timing_context, calls
     )
+    with runner.timing_context():  # the same calls unprofiled, right after: this moment's pace
+        unprofiled_s = _loop(call, runner.sync, calls)
     trace = runner.own_trace(trace)
     null = adapter.null_call(runner.device)
     own = runner.launch_floor()
     floor = (own, floor_s(own)) if own is not None else (null, null_call_s)
     cost = _in_event(adapter.profile, floor[0], null)
     in_kernels, in_call = _profiler_costs(trace, cost)
-    raw = trace.kernel_ns() * 1e-9 / calls if trace.kernels_visible else math.nan
-    work = profiled_s - in_call
+    overhead = max(profiled_s - unprofiled_s, 0.0)  # the profiler's cost a call, measured
+    note = trace.note or "kernels and dispatches as the profiler saw them"
+    raw, kernel = math.nan, math.nan
+    if trace.kernels_visible:
+        raw = trace.kernel_ns() * 1e-9 / calls
+        kernel = max(raw - min(in_kernels, overhead), 0.0)
+        if overhead > unprofiled_s * UNRESOLVED_OVERHEAD:
+            kernel, note = math.nan, f"{note}; {unresolved(overhead, unprofiled_s, trace)}"
     scalars = cost | {
         "attr_dispatches": trace.dispatches / calls,
         "attr_kernel_raw_s": raw,
-        "attr_kernel_s": max(raw - in_kernels, 0.0) if trace.kernels_visible else math.nan,
+        "attr_kernel_s": kernel,
         "attr_kernel_regions": len(trace.regions()) / calls,
         "attr_nested_events": trace.inside / calls,
         "attr_floor_s": floor[1],
         "attr_events": trace.events / calls,
         "attr_profiled_call_s": profiled_s,
-        "attr_profiled_work_s": work if work > 0 else math.nan,
+        # the work: never less than the calls unprofiled (a calibration above this cell's cost)
+        "attr_profiled_work_s": max(profiled_s - in_call, unprofiled_s),
+        "attr_unprofiled_call_s": unprofiled_s,
         "attr_calls": calls,
     }
     scalars["attr_pass_s"] = time.perf_counter() - start
-    return scalars, {"attribution": trace.note or "kernels and dispatches as the profiler saw them"}
+    return scalars, {"attribution": note}
