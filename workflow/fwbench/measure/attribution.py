@@ -13,8 +13,9 @@ What the pass measures, per call:
   region (`attr_nested_events`: an XLA while loop's body, an ONNX Runtime Loop's subgraph) the
   whole per-event cost; never more than the profiler's measured cost (the profiled calls'
   wall less the same calls' unprofiled right after). NaN, and the cell says why, where that
-  measured cost is more than the call itself (UNRESOLVED_OVERHEAD): a trace so dense that its
-  events' cost swamps what they time. `attr_kernel_regions`: the disjoint intervals per call.
+  measured cost, in the share of the events nested inside kernel regions, is more than the call
+  itself (UNRESOLVED_OVERHEAD): a trace so dense inside its kernels that the events' cost swamps
+  what they time. `attr_kernel_regions`: the disjoint intervals per call.
 - `attr_floor_s`: the mode's own per-launch floor, unprofiled (the runner's launch_floor, an
   identity through the same compiler for compiled modes; the cell's null call, timed already,
   for the others).
@@ -47,18 +48,21 @@ PROFILE_TARGET_S = 0.05  # profiled calls: about this long unprofiled
 MIN_CALLS, MAX_CALLS = 3, 200
 CALIBRATION_CALLS, CALIBRATION_WARMUP = 200, 50
 FLOOR_WARMUP, FLOOR_REPEATS = 50, 200
-# Kernel time is not resolved where the profiler's measured cost a call is above this multiple
-# of the call unprofiled: the calibrated per-event cost, times events that many, is no
-# correction (the rnn and lstm loops of XLA and ONNX Runtime: 340-1060 events a call).
+# Kernel time is not resolved where the profiler's measured cost a call, in the share of its
+# events nested inside kernel regions, is above this multiple of the call unprofiled: the
+# calibrated per-event cost, times that many events, is no correction (the rnn and lstm loops of
+# XLA and ONNX Runtime: 340-1060 events a call).
 UNRESOLVED_OVERHEAD = 1.0
 
 
-def unresolved(overhead_s: float, unprofiled_s: float, trace: Trace) -> str:
-    """Why a cell's kernel time is not resolved: the profiler cost more than the call."""
+def unresolved(nested_s: float, unprofiled_s: float, trace: Trace) -> str:
+    """Why a cell's kernel time is not resolved: the profiler's cost inside its kernels is
+    more than the call."""
     return (
-        f"kernel time not resolved: the profiler's own cost, {overhead_s * 1e6:.1f} µs a call, "
-        f"is more than the call itself ({unprofiled_s * 1e6:.1f} µs unprofiled) with "
-        f"{trace.events / trace.calls:.0f} events a call, too dense to subtract (in the rest)"
+        f"kernel time not resolved: the profiler's own cost inside the kernels, "
+        f"{nested_s * 1e6:.1f} µs a call ({trace.inside / trace.calls:.0f} events nested in "
+        f"them), is more than the call itself ({unprofiled_s * 1e6:.1f} µs unprofiled): too "
+        "dense to subtract (in the rest)"
     )
 
 
@@ -179,8 +183,9 @@ def attribute(
     if trace.kernels_visible:
         raw = trace.kernel_ns() * 1e-9 / calls
         kernel = max(raw - min(in_kernels, overhead), 0.0)
-        if overhead > unprofiled_s * UNRESOLVED_OVERHEAD:
-            kernel, note = math.nan, f"{note}; {unresolved(overhead, unprofiled_s, trace)}"
+        nested = overhead * trace.inside / trace.events if trace.events else 0.0
+        if nested > unprofiled_s * UNRESOLVED_OVERHEAD:
+            kernel, note = math.nan, f"{note}; {unresolved(nested, unprofiled_s, trace)}"
     scalars = cost | {
         "attr_dispatches": trace.dispatches / calls,
         "attr_kernel_raw_s": raw,
