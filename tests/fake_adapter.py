@@ -77,9 +77,9 @@ def null_call(device):
     return NullCall(lambda: None, lambda _: None)
 
 
-# The fake profiler sees one dispatch and one kernel per call, the kernel lasting this share of
-# the run's wall time per call.
-KERNEL_SHARE = 0.5
+# The fake profiler sees one dispatch and one kernel per call, lasting these shares of the
+# run's wall time per call, each from the call's start.
+KERNEL_SHARE, DISPATCH_SHARE = 0.5, 0.8
 
 
 def profile(run, calls):
@@ -87,7 +87,8 @@ def profile(run, calls):
     run()
     per_call = (time.perf_counter_ns() - start) / calls
     kernels = tuple((i * per_call, i * per_call + KERNEL_SHARE * per_call) for i in range(calls))
-    return Trace(calls, dispatches=calls, kernels=kernels, events=2 * calls)
+    spans = tuple((i * per_call, i * per_call + DISPATCH_SHARE * per_call) for i in range(calls))
+    return Trace(calls, dispatches=calls, kernels=kernels, events=2 * calls, spans=spans)
 
 
 COUNTER_SCOPE = "matmul"

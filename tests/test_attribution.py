@@ -124,9 +124,31 @@ def test_xspace_rules_pick_dispatches_and_kernels_by_name_line_and_container():
         }
     )
     trace = rules.trace(planes, calls=1)
-    assert trace.dispatches == 1
+    assert trace.dispatches == 1 and trace.spans == ((0, 100),)
     assert sorted(trace.kernels) == [(20, 30), (30, 50)]
     assert trace.kernel_ns() == 30 and trace.events == 7
+
+
+def test_the_time_in_the_framework_is_the_union_of_its_dispatches_and_kernels():
+    # a dispatch (0, 10), a kernel running on after it returned (5, 30), then Python until 50
+    trace = Trace(calls=1, dispatches=1, kernels=((5, 30),), events=2, spans=((0, 10),))
+    assert trace.in_framework_ns() == 30
+
+
+def test_the_rest_outside_the_framework_is_the_idle_profiled_time_at_the_clean_pace():
+    from fwbench.analysis.attribution import rest_outside
+
+    cells = {  # profiled call 120, 80 of it in the framework; unprofiled 100, median 50
+        "attr_profiled_call_s": np.array([120.0, 120.0, 120.0]),
+        "attr_in_framework_s": np.array([80.0, 80.0, math.nan]),
+        "attr_unprofiled_call_s": np.array([100.0, 100.0, 100.0]),
+        "median_s": np.array([50.0, 50.0, 50.0]),
+    }
+    parts = {"residual_s": np.array([30.0, 5.0, 30.0])}
+    outside = rest_outside(parts, cells)
+    assert outside[0] == pytest.approx(20.0)  # 40 idle at half the pace
+    assert outside[1] == 5.0  # never more than the rest
+    assert math.isnan(outside[2])  # no dispatch events: unknown
 
 
 # ---- the four parts --------------------------------------------------------------------------
@@ -220,6 +242,8 @@ def test_a_cell_records_the_pass_after_its_samples(fake):
     # never below the same calls unprofiled
     per_event, events = float(cell["attr_event_cost_s"]), float(cell["attr_events"])
     assert per_event >= 0 and float(cell["attr_nested_events"]) == 0
+    in_framework = float(cell["attr_in_framework_s"])  # the fake's dispatch: 0.8 of a call
+    assert in_framework == pytest.approx(fake_adapter.DISPATCH_SHARE * profiled, rel=0.2)
     work, unprofiled = float(cell["attr_profiled_work_s"]), float(cell["attr_unprofiled_call_s"])
     assert unprofiled > 0
     assert work == pytest.approx(max(profiled - per_event * events, unprofiled), rel=1e-6)

@@ -7,7 +7,9 @@ attribution pass (fwbench.measure.attribution) and the roofline (fwbench.analysi
   kernel time taken as its share of the profiled run's work, times the clean median
   (clean_kernel_s: the profiled run is another moment than the clean samples);
 - dispatch_s: the ops or launches per call × the mode's own launch floor;
-- residual_s: the rest of the median: allocation, glue, synchronization, idle.
+- residual_s: the rest of the median: allocation, glue, synchronization, idle; of it,
+  `rest_outside_s` is the time outside the framework (neither dispatching nor in a kernel: the
+  caller's Python between ops), the remainder is inside its ops beyond the floor and the kernels.
 
 The parts add up to the median exactly while the residual is not negative; where kernel time and
 dispatch together exceed the median (a profiled run's kernels inflated, a floor above what the
@@ -43,7 +45,7 @@ UNITS |= {"attr_stretch": "1"}
 UNITS |= {name: "s" for name in ("batch_fit_alpha_s", "batch_fit_beta_s")}
 UNITS |= {name: "s" for name in ("gain_dispatch_s", "gain_kernel_s", "gain_rest_s")}
 UNITS |= {name: "s" for name in ("step_s", "step_dispatch_s", "step_roof_s", "step_alpha_s")}
-UNITS |= {"step_dispatches": "1"}
+UNITS |= {"step_dispatches": "1", "rest_outside_s": "s"}
 # From the cells (the pass's per-call readings), as the aggregate pooled them.
 FROM_CELLS = (
     "attr_dispatches",
@@ -54,6 +56,7 @@ FROM_CELLS = (
     "attr_profiled_call_s",
     "attr_profiled_work_s",
     "attr_unprofiled_call_s",
+    "attr_in_framework_s",
     "attr_nested_events",
     "attr_pass_s",
 )
@@ -134,6 +137,18 @@ def batch_fit(median_s: np.ndarray, batches: np.ndarray) -> dict[str, np.ndarray
     }
 
 
+def rest_outside(parts: dict[str, np.ndarray], cells: dict[str, np.ndarray]) -> np.ndarray:
+    """Of the rest, the part outside the framework: the profiled call's time in which it
+    neither dispatched nor ran a kernel (the caller's Python between ops: the model's code, a
+    layer library's machinery, the harness), at the clean pace (times the median over the same
+    calls unprofiled right after the profile; the profiler records no event there). NaN where
+    the profile has no dispatch events."""
+    idle = np.maximum(cells["attr_profiled_call_s"] - cells["attr_in_framework_s"], 0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        outside = idle * cells["median_s"] / cells["attr_unprofiled_call_s"]
+    return np.minimum(parts["residual_s"], outside)
+
+
 def per_step(parts: dict[str, np.ndarray], cells: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """For rnn and lstm (`recurrent_steps`: cell steps per call, each waiting on the one
     before), the median, the ops or launches, their dispatch, the roof and the batch fit's α
@@ -174,4 +189,5 @@ def attribution_variables(cells: dict[str, np.ndarray], coords: tuple[list, ...]
     parts = time_parts(*(cells[name] for name in names))
     parts |= batch_fit(cells["median_s"], np.array(coords[3], dtype=float))
     parts |= per_step(parts, cells)
+    parts["rest_outside_s"] = rest_outside(parts, cells)
     return parts | compile_gain(parts, eager_index(list(coords[1])))

@@ -54,7 +54,8 @@ before), attr_kernel_regions, attr_floor_s (the mode's launch floor), attr_event
 attr_event_cost_s (the profiler's cost per event, on the floor call), attr_floor_kernel_s,
 attr_profiled_call_s, attr_profiled_work_s (that wall less the events' calibrated cost, at
 least attr_unprofiled_call_s: the same calls unprofiled right after),
-attr_nested_events (events inside a kernel region), attr_calls (calls profiled), attr_pass_s
+attr_nested_events (events inside a kernel region), attr_in_framework_s (time dispatching or
+in kernels), attr_calls (calls profiled), attr_pass_s
 (the pass's wall time); the
 attribute `attribution` says what the profiler saw and could not see, or why no pass ran.
 Attributes: framework, framework_version, versions (JSON of every relevant distribution), mode,
@@ -111,6 +112,7 @@ ATTRIBUTION_UNITS = {
     "attr_profiled_call_s": "s",
     "attr_profiled_work_s": "s",
     "attr_unprofiled_call_s": "s",
+    "attr_in_framework_s": "s",
     "attr_nested_events": "1",
     "attr_calls": "1",
     "attr_pass_s": "s",

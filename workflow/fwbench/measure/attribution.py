@@ -28,6 +28,9 @@ What the pass measures, per call:
   kernel time as its share of this work, for the profiled run sits at another moment than the
   clean samples (this VM's speed moves by up to 1.4x within seconds) and a dense trace's
   events can cost more than the floor's.
+- `attr_in_framework_s`: the time in which the framework dispatched an op or launch or ran a
+  kernel (the union of those events' intervals); the profiled call's rest is its caller's Python
+  between ops (NaN where the profile has no dispatch events: AOTInductor, LiteRT).
 - `attr_pass_s`: the whole pass's wall time (its cost to the sweep).
 """
 
@@ -198,6 +201,7 @@ def attribute(
         # the work: never less than the calls unprofiled (a calibration above this cell's cost)
         "attr_profiled_work_s": max(profiled_s - in_call, unprofiled_s),
         "attr_unprofiled_call_s": unprofiled_s,
+        "attr_in_framework_s": trace.in_framework_ns() * 1e-9 / calls if trace.spans else math.nan,
         "attr_calls": calls,
     }
     scalars["attr_pass_s"] = time.perf_counter() - start

@@ -188,6 +188,7 @@ class TorchRunner(BaseRunner):
                 trace,
                 dispatches=trace.calls,
                 kernels=(),
+                spans=(),
                 kernels_visible=False,
                 note="AOTInductor runs its kernels without torch's dispatcher: torch.profiler "
                 "records only its allocations, so kernel time is not seen (in the residual); "

@@ -83,18 +83,21 @@ def profile(run: Callable[[], Any], calls: int) -> Trace:
     with torch_profile(activities=activities) as profiler:
         run()
     events = profiler.events()
-    dispatches = sum(
-        1
+    dispatches = [
+        e
         for e in events
         if e.cpu_parent is None
         and e.device_type == DeviceType.CPU
         and not NOT_DISPATCH.match(e.name)
-    )
+    ]
     kernel_events = [e for e in events if _is_kernel(e)]
     kernels = tuple(
         piece
         for e in kernel_events
         for piece in self_time(*_ns(e), (_ns(child) for child in e.cpu_children))
     )
-    trace = Trace(calls, dispatches, kernels, len(events), kernel_events=len(kernel_events))
+    spans = tuple(_ns(e) for e in dispatches)
+    trace = Trace(
+        calls, len(dispatches), kernels, len(events), kernel_events=len(kernel_events), spans=spans
+    )
     return nested(trace, (_ns(e)[0] for e in events), (_ns(e)[0] for e in kernel_events))

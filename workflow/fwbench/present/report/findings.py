@@ -17,7 +17,7 @@ from fwbench.analysis.significance import ONLY, TIE, WINNER
 from fwbench.io.dims import CELL_DIMS, STATUS_FAILED, STATUS_OK
 from fwbench.present.attribution import attributed_cells
 from fwbench.present.figure_data import FigureInputs, cell_value, variants
-from fwbench.present.format import fixed, ratio
+from fwbench.present.format import fixed, latency_us, ratio
 from fwbench.present.report.context import ReportContext, SystemPart
 
 
@@ -102,12 +102,29 @@ def attribution_findings(stats: xr.Dataset, batch: int) -> list[str]:
         own = [c for c in cells if c[0] == framework]
         largest = Counter(str(cell_value(stats, "dominant_part", c)) for c in own)
         part, count = largest.most_common(1)[0]
-        lines.append(f"`{framework}`: {part} in {count} of {len(own)} cells")
+        lines.append(f"`{framework}`: {part} in {count} of {len(own)} cells{_rest_of(stats, own)}")
     return [
         f"Largest part of the time at batch {batch} (Where the time goes): "
         + "; ".join(lines)
         + "."
     ]
+
+
+def _rest_of(stats: xr.Dataset, cells: list[tuple]) -> str:
+    """Where the rest is largest among `cells`, how much of it lies outside the framework
+    (both numbers in the Where the time goes table); '' where it is not known."""
+    value = lambda name, cell: float(cell_value(stats, name, cell))  # noqa: E731
+    known = [
+        c for c in cells if "rest_outside_s" in stats and np.isfinite(value("rest_outside_s", c))
+    ]
+    if not known:
+        return ""
+    cell = max(known, key=lambda c: value("residual_s", c))
+    rest, outside = (latency_us(value(name, cell)) for name in ("residual_s", "rest_outside_s"))
+    return (
+        f" (the largest rest, `{cell[0]}/{cell[1]}` {cell[2]}: {rest} µs, of which {outside} µs "
+        "outside the framework)"
+    )
 
 
 def efficiency_findings(stats: xr.Dataset) -> list[str]:
