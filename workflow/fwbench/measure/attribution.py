@@ -159,6 +159,23 @@ def _profiler_costs(trace: Trace, cost: dict[str, float]) -> tuple[float, float]
     return in_kernels / trace.calls, per_event * trace.events / trace.calls
 
 
+def _kernel_time(
+    trace: Trace, in_kernels: float, profiled_s: float, unprofiled_s: float
+) -> tuple[float, float, str]:
+    """Per call, the kernel events' union (raw), it less the profiler's calibrated cost inside
+    it (`in_kernels`, never more than its measured cost: the profiled calls less the
+    unprofiled), and why the latter is NaN where it is not resolved ('' otherwise)."""
+    if not trace.kernels_visible:
+        return math.nan, math.nan, ""
+    overhead = max(profiled_s - unprofiled_s, 0.0)
+    raw = trace.kernel_ns() * 1e-9 / trace.calls
+    kernel = max(raw - min(in_kernels, overhead), 0.0)
+    nested = overhead * trace.inside / trace.events if trace.events else 0.0
+    if nested > unprofiled_s * UNRESOLVED_OVERHEAD:
+        return raw, math.nan, unresolved(nested, unprofiled_s, trace)
+    return raw, kernel, ""
+
+
 def attribute(
     adapter: Any, runner: Any, prepared: Any, median_s: float, null_call_s: float
 ) -> tuple[dict[str, float], dict[str, str]]:
@@ -180,15 +197,8 @@ def attribute(
     floor = (own, floor_s(own)) if own is not None else (null, null_call_s)
     cost = _in_event(adapter.profile, floor[0], null)
     in_kernels, in_call = _profiler_costs(trace, cost)
-    overhead = max(profiled_s - unprofiled_s, 0.0)  # the profiler's cost a call, measured
+    raw, kernel, why = _kernel_time(trace, in_kernels, profiled_s, unprofiled_s)
     note = trace.note or "kernels and dispatches as the profiler saw them"
-    raw, kernel = math.nan, math.nan
-    if trace.kernels_visible:
-        raw = trace.kernel_ns() * 1e-9 / calls
-        kernel = max(raw - min(in_kernels, overhead), 0.0)
-        nested = overhead * trace.inside / trace.events if trace.events else 0.0
-        if nested > unprofiled_s * UNRESOLVED_OVERHEAD:
-            kernel, note = math.nan, f"{note}; {unresolved(nested, unprofiled_s, trace)}"
     scalars = cost | {
         "attr_dispatches": trace.dispatches / calls,
         "attr_kernel_raw_s": raw,
@@ -205,4 +215,4 @@ def attribute(
         "attr_calls": calls,
     }
     scalars["attr_pass_s"] = time.perf_counter() - start
-    return scalars, {"attribution": note}
+    return scalars, {"attribution": f"{note}; {why}" if why else note}
