@@ -124,13 +124,14 @@ def test_xspace_rules_pick_dispatches_and_kernels_by_name_line_and_container():
         }
     )
     trace = rules.trace(planes, calls=1)
-    assert trace.dispatches == 1 and trace.spans == ((0, 100),)
+    assert trace.dispatches == 1 and len(trace.spans) == 7  # every event's interval
+    assert trace.in_framework_ns() == 100  # the outer call covers them all
     assert sorted(trace.kernels) == [(20, 30), (30, 50)]
     assert trace.kernel_ns() == 30 and trace.events == 7
 
 
-def test_the_time_in_the_framework_is_the_union_of_its_dispatches_and_kernels():
-    # a dispatch (0, 10), a kernel running on after it returned (5, 30), then Python until 50
+def test_the_time_in_the_framework_is_the_union_of_its_events_and_kernels():
+    # an event (0, 10), a kernel running on after it closed (5, 30), then Python until 50
     trace = Trace(calls=1, dispatches=1, kernels=((5, 30),), events=2, spans=((0, 10),))
     assert trace.in_framework_ns() == 30
 
@@ -143,12 +144,15 @@ def test_the_rest_outside_the_framework_is_the_idle_profiled_time_at_the_clean_p
         "attr_in_framework_s": np.array([80.0, 80.0, math.nan]),
         "attr_unprofiled_call_s": np.array([100.0, 100.0, 100.0]),
         "median_s": np.array([50.0, 50.0, 50.0]),
+        "attr_kernel_s": np.array([10.0, 10.0, 10.0]),
     }
     parts = {"residual_s": np.array([30.0, 5.0, 30.0])}
     outside = rest_outside(parts, cells)
     assert outside[0] == pytest.approx(20.0)  # 40 idle at half the pace
     assert outside[1] == 5.0  # never more than the rest
-    assert math.isnan(outside[2])  # no dispatch events: unknown
+    assert math.isnan(outside[2])  # no events: unknown
+    cells["attr_kernel_s"][0] = math.nan  # a trace too dense to resolve its kernels
+    assert math.isnan(rest_outside(parts, cells)[0])
 
 
 # ---- the four parts --------------------------------------------------------------------------

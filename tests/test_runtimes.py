@@ -164,7 +164,8 @@ def test_an_ort_trace_keeps_the_last_runs_and_reads_node_kernel_times_as_kernels
     assert trace.dispatches == 2 and trace.kernel_count() == 3
     assert trace.kernel_ns() == pytest.approx((20 + 30 + 10) * 1e3)  # µs in, ns out
     assert trace.events == 6  # both runs' own events and their four node events
-    assert trace.spans == ((1000e3, 1100e3), (2000e3, 2100e3))  # each run: one launch
+    assert len(trace.spans) == 6  # every event of the two runs; the runs cover them
+    assert trace.in_framework_ns() == pytest.approx(200e3)
     with pytest.raises(RuntimeError, match="holds 3 runs, not 4"):
         trace_of(warm + timed, calls=4)
 

@@ -8,8 +8,8 @@ attribution pass (fwbench.measure.attribution) and the roofline (fwbench.analysi
   (clean_kernel_s: the profiled run is another moment than the clean samples);
 - dispatch_s: the ops or launches per call × the mode's own launch floor;
 - residual_s: the rest of the median: allocation, glue, synchronization, idle; of it,
-  `rest_outside_s` is the time outside the framework (neither dispatching nor in a kernel: the
-  caller's Python between ops), the remainder is inside its ops beyond the floor and the kernels.
+  `rest_outside_s` is the time outside the framework (no event of it open: the caller's Python
+  between ops), the remainder is inside its ops beyond the floor and the kernels.
 
 The parts add up to the median exactly while the residual is not negative; where kernel time and
 dispatch together exceed the median (a profiled run's kernels inflated, a floor above what the
@@ -138,14 +138,16 @@ def batch_fit(median_s: np.ndarray, batches: np.ndarray) -> dict[str, np.ndarray
 
 
 def rest_outside(parts: dict[str, np.ndarray], cells: dict[str, np.ndarray]) -> np.ndarray:
-    """Of the rest, the part outside the framework: the profiled call's time in which it
-    neither dispatched nor ran a kernel (the caller's Python between ops: the model's code, a
+    """Of the rest, the part outside the framework: the profiled call's time in which no
+    event of the framework was open (the caller's Python between ops: the model's code, a
     layer library's machinery, the harness), at the clean pace (times the median over the same
-    calls unprofiled right after the profile; the profiler records no event there). NaN where
-    the profile has no dispatch events."""
+    calls unprofiled right after the profile). An upper bound: the profiler's own cost between
+    its events lands here too. NaN where the profile records no events, and where its kernel
+    time was not resolved (a trace that dense spends much of the call between events)."""
     idle = np.maximum(cells["attr_profiled_call_s"] - cells["attr_in_framework_s"], 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         outside = idle * cells["median_s"] / cells["attr_unprofiled_call_s"]
+    outside = np.where(np.isnan(cells["attr_kernel_s"]), np.nan, outside)
     return np.minimum(parts["residual_s"], outside)
 
 

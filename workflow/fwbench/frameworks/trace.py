@@ -35,12 +35,12 @@ class Trace:
     kernel_events: int | None = None  # kernel events, where one gave several intervals
     inside: int = 0  # events that start inside a kernel region it did not open (nested)
     kernels_inside: int = 0  # the kernel events among them
-    spans: tuple[tuple[float, float], ...] = ()  # the counted dispatches' (start, end) ns
+    spans: tuple[tuple[float, float], ...] = ()  # every recorded event's (start, end) ns
 
     def in_framework_ns(self) -> float:
-        """The union of the dispatches' and the kernels' intervals: time in which the
-        framework was dispatching an op or launch or running a kernel (the rest of a call is
-        the caller's Python between ops, and the harness)."""
+        """The union of every recorded event's interval and the kernels': time in which the
+        framework was at work (dispatching, running a kernel, waiting on one); the rest of a
+        call is the caller's Python between ops, and the harness."""
         return sum(end - start for start, end in merged(self.spans + self.kernels))
 
     def kernel_count(self) -> int:
@@ -149,15 +149,15 @@ class XSpaceRules:
     def trace(self, planes: list[Plane], calls: int) -> Trace:
         """The Trace of the host plane and any device planes of a profile of `calls` calls."""
         dispatch, not_kernel = re.compile(self.dispatch), re.compile(self.not_kernel)
-        spans, kernels, starts = [], [], []
+        dispatches, spans, kernels, starts = 0, [], [], []
         for plane in planes:
             if plane.name != HOST_PLANE and not plane.name.startswith(DEVICE_PLANE):
                 continue
             for line in plane.lines:
                 starts += [e.start_ns for e in line.events]
-                tops = top_level(e for e in line.events if dispatch.search(e.name))
-                spans += [(e.start_ns, e.end_ns) for e in tops]
+                dispatches += len(top_level(e for e in line.events if dispatch.search(e.name)))
+                spans += [(e.start_ns, e.end_ns) for e in line.events]
                 for rule in self.kernels:
                     kernels += rule.select(line, not_kernel)
-        trace = Trace(calls, len(spans), tuple(kernels), len(starts), spans=tuple(spans))
+        trace = Trace(calls, dispatches, tuple(kernels), len(starts), spans=tuple(spans))
         return nested(trace, starts, (start for start, _ in kernels))

@@ -28,9 +28,10 @@ What the pass measures, per call:
   kernel time as its share of this work, for the profiled run sits at another moment than the
   clean samples (this VM's speed moves by up to 1.4x within seconds) and a dense trace's
   events can cost more than the floor's.
-- `attr_in_framework_s`: the time in which the framework dispatched an op or launch or ran a
-  kernel (the union of those events' intervals); the profiled call's rest is its caller's Python
-  between ops (NaN where the profile has no dispatch events: AOTInductor, LiteRT).
+- `attr_in_framework_s`: the time in which the framework was at work (the union of every
+  recorded event's interval: dispatching, running a kernel, waiting on one); the profiled
+  call's rest is its caller's Python between ops (NaN where the profile records no events:
+  AOTInductor, LiteRT).
 - `attr_pass_s`: the whole pass's wall time (its cost to the sweep).
 """
 

@@ -209,7 +209,7 @@ def trace_of(events: list[dict[str, Any]], calls: int) -> Trace:
         for e in inside
         if e.get("cat") == NODE_CATEGORY and e["name"].endswith(KERNEL_SUFFIX)
     )
-    spans = tuple((e["ts"] * 1e3, (e["ts"] + e["dur"]) * 1e3) for e in runs)
+    spans = tuple((e["ts"] * 1e3, (e["ts"] + e["dur"]) * 1e3) for e in inside)
     trace = Trace(calls, len(runs), kernels, len(inside), spans=spans)
     return nested(trace, (e["ts"] * 1e3 for e in inside), (start for start, _ in kernels))
 

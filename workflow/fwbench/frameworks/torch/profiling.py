@@ -96,7 +96,7 @@ def profile(run: Callable[[], Any], calls: int) -> Trace:
         for e in kernel_events
         for piece in self_time(*_ns(e), (_ns(child) for child in e.cpu_children))
     )
-    spans = tuple(_ns(e) for e in dispatches)
+    spans = tuple(_ns(e) for e in events)
     trace = Trace(
         calls, len(dispatches), kernels, len(events), kernel_events=len(kernel_events), spans=spans
     )
