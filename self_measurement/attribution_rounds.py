@@ -20,9 +20,9 @@ import yaml
 
 from fwbench import frameworks
 from fwbench.analysis.attribution import clean_kernel_s, rest_outside, time_parts
-from fwbench.host.harness import time_calls, timing_lock
+from fwbench.host.harness import timing_lock
 from fwbench.host.threads import setup_threads
-from fwbench.measure.attribution import attribute, floor_s
+from fwbench.measure.attribution import attribute, floor_s, runner_call
 from fwbench.model.specs import build_spec
 from fwbench.model.weights import make_input, make_weights
 
@@ -65,16 +65,7 @@ def main() -> int:
     with timing_lock(args.lock):
         null = floor_s(adapter.null_call("cpu"))
         for round_ in range(args.rounds):
-            timing = time_calls(
-                lambda: runner.call_in_context(prepared),
-                runner.sync,
-                warmup=15,
-                repeats=20,
-                min_sample_s=0.02,
-                quiet_probe_s=0.0,
-                context=runner.timing_context,
-            )
-            median = float(np.median(timing.latency_s))
+            median = floor_s(runner_call(runner, prepared), 15, 20, min_sample_s=0.02)
             scalars, attrs = attribute(adapter, runner, prepared, median, null)
             parts = _parts(median, scalars)
             p = {k: v * 1e6 for k, v in parts.items() if k.endswith("_s")}

@@ -24,8 +24,7 @@ COMPILED = {"torch": "compiled", "jax": "jit", "tensorflow": "xla"}
 def _one(framework: str, mode: str, arch: str, dims: dict, batch: int) -> dict:
     """A short timing of one model and mode, its null call and the pass over it."""
     from fwbench import frameworks
-    from fwbench.host.harness import time_calls
-    from fwbench.measure.attribution import attribute, floor_s
+    from fwbench.measure.attribution import attribute, floor_s, runner_call
     from fwbench.model import weights
     from fwbench.model.specs import build_spec
 
@@ -34,16 +33,7 @@ def _one(framework: str, mode: str, arch: str, dims: dict, batch: int) -> dict:
     spec = build_spec(arch, dims)
     runner = adapter.build(spec, weights.make_weights(spec, 0), mode, "cpu")
     prepared = runner.prepare(weights.make_input(spec, batch, 0))
-    timing = time_calls(
-        lambda: runner.call_in_context(prepared),
-        runner.sync,
-        warmup=10,
-        repeats=15,
-        min_sample_s=0.02,
-        quiet_probe_s=0.0,
-        context=runner.timing_context,
-    )
-    median = float(np.median(timing.latency_s))
+    median = floor_s(runner_call(runner, prepared), 10, 15, min_sample_s=0.02)
     scalars, attrs = attribute(adapter, runner, prepared, median, floor_s(adapter.null_call("cpu")))
     return {"mode": mode, "median_s": median} | scalars | attrs
 

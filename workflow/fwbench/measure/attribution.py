@@ -78,15 +78,31 @@ def profiled_calls(median_s: float) -> int:
 
 
 def floor_s(
-    floor: NullCall | None, warmup: int = FLOOR_WARMUP, repeats: int = FLOOR_REPEATS
+    floor: NullCall | None,
+    warmup: int = FLOOR_WARMUP,
+    repeats: int = FLOOR_REPEATS,
+    min_sample_s: float = 0.0,
 ) -> float:
-    """A floor call's (or the null call's) median, unprofiled; NaN where there is none."""
+    """A call's median, unprofiled: a floor call, the null call, or a runner's call given as
+    one; NaN where there is none."""
     if floor is None:
         return math.nan
     timing = time_calls(
-        floor.call, floor.sync, warmup, repeats, quiet_probe_s=0.0, context=floor.context
+        floor.call,
+        floor.sync,
+        warmup,
+        repeats,
+        min_sample_s=min_sample_s,
+        quiet_probe_s=0.0,
+        context=floor.context,
     )
     return float(np.median(timing.latency_s))
+
+
+def runner_call(runner: Any, prepared: Any) -> NullCall:
+    """A runner's call on its prepared input, synced and in its timing context, as a NullCall
+    (for floor_s and the pass)."""
+    return NullCall(lambda: runner.call_in_context(prepared), runner.sync, runner.timing_context)
 
 
 def _loop(call: Callable[[], Any], sync: Callable[[Any], None], calls: int) -> float:
@@ -186,12 +202,12 @@ def attribute(
     floor of the modes whose runner has no launch floor of its own."""
     start = time.perf_counter()
     calls = profiled_calls(median_s)
-    call = lambda: runner.call_in_context(prepared)  # noqa: E731
+    timed = runner_call(runner, prepared)
     trace, profiled_s = _profile_calls(
-        adapter.profile, call, runner.sync, runner.timing_context, calls
+        adapter.profile, timed.call, timed.sync, timed.context, calls
     )
-    with runner.timing_context():  # the same calls unprofiled, right after: this moment's pace
-        unprofiled_s = _loop(call, runner.sync, calls)
+    with timed.context():  # the same calls unprofiled, right after: this moment's pace
+        unprofiled_s = _loop(timed.call, timed.sync, calls)
     trace = runner.own_trace(trace)
     null = adapter.null_call(runner.device)
     own = runner.launch_floor()
