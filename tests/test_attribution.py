@@ -1,10 +1,11 @@
-"""Where a cell's time goes: the XSpace reader, the trace's interval arithmetic and event
+"""Where a cell's time goes: the adapters' XSpace readers, the trace's interval arithmetic and event
 rules, the four parts the statistics split a median into, and the pass in a cell (with the
 fake adapter; the frameworks' own profilers: test_attribution_frameworks)."""
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 import time
 
@@ -14,60 +15,109 @@ import pytest
 from fwbench import frameworks
 from fwbench.analysis.attribution import PART_LABELS, PARTS, dominant_part, time_parts
 from fwbench.frameworks.trace import KernelRule, Trace, XSpaceRules, merged, nested, top_level
-from fwbench.frameworks.xspace import Event, Line, Plane, parse_xspace
+from fwbench.frameworks.xspace import Event, Line, Plane, xplane_file
 from fwbench.io.cell_file import read_cell
 from fwbench.measure import bench
 from fwbench.measure.attribution import MAX_CALLS, MIN_CALLS, profiled_calls
 
 import fake_adapter
 
-# ---- a minimal XSpace writer (protobuf wire format), to read back ------------------------
+# ---- the adapters' XSpace readers, on an XSpace written out here ---------------------------
 
 
-def _varint(value: int) -> bytes:
-    value &= (1 << 64) - 1  # int64 fields: two's complement, ten bytes for a negative value
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | (0x80 if value else 0))
-        if not value:
-            return bytes(out)
-
-
-def _field(number: int, value: int | bytes | str) -> bytes:
-    if isinstance(value, int):
-        return _varint(number << 3) + _varint(value)
-    data = value.encode() if isinstance(value, str) else value
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
-
-
-def _xspace(lines: dict[str, list[tuple[str, int, int]]], line_start_ns: int = 1000) -> bytes:
-    """One host plane; per line its events as (name, offset_ps, duration_ps)."""
+def _xspace_text(lines: dict[str, list[tuple[str, int, int]]], line_start_ns: int = 1000) -> str:
+    """One host plane as a text-format XSpace; per line its events as (name, offset_ps,
+    duration_ps), each with a stat, then an event whose metadata the plane lacks (id 99)."""
     names = sorted({name for events in lines.values() for name, _, _ in events})
     ids = {name: i + 1 for i, name in enumerate(names)}
-    plane = _field(2, "/host:CPU")
-    for name, i in ids.items():
-        plane += _field(4, _field(1, i) + _field(2, _field(1, i) + _field(2, name)))
+    plane = 'name: "/host:CPU" '
     for line_name, events in lines.items():
-        body = _field(2, line_name) + _field(3, line_start_ns)
-        for name, offset, duration in events:
-            body += _field(4, _field(1, ids[name]) + _field(2, offset) + _field(3, duration))
-        body += _field(9, 123) + _varint(20 << 3 | 1) + bytes(8)  # fields it skips
-        plane += _field(3, body)
-    return _field(1, plane) + _field(2, "an error string the reader skips")
+        body = "".join(
+            f"events {{ metadata_id: {ids[name]} offset_ps: {offset} duration_ps: {duration} "
+            "stats { metadata_id: 1 int64_value: 7 } } "
+            for name, offset, duration in events
+        )
+        body += "events { metadata_id: 99 offset_ps: 0 duration_ps: 0 } "
+        plane += f'lines {{ name: "{line_name}" timestamp_ns: {line_start_ns} {body}}} '
+    plane += "".join(
+        f'event_metadata {{ key: {i} value {{ id: {i} name: "{name}" }} }} '
+        for name, i in ids.items()
+    )
+    return f'planes {{ {plane}}} errors: "an error the readers skip"'
 
 
-def test_the_xspace_reader_gives_each_event_its_name_start_and_duration():
-    (plane,) = parse_xspace(_xspace({"python": [("op", 2_000, 5_500), ("op", 9_000, 1_000)]}))
-    assert plane.name == "/host:CPU" and plane.lines[0].name == "python"
-    first, second = plane.lines[0].events
+@pytest.fixture(scope="module")
+def tensorflow_profiling():
+    """The TensorFlow adapter's profiling module (its import blocks jax, as a job's does)."""
+    if importlib.util.find_spec("tensorflow") is None:
+        pytest.skip("tensorflow is not installed")
+    from fwbench.frameworks.tensorflow import profiling
+
+    return profiling
+
+
+def _tensorflow_xspace(text: str) -> bytes:
+    from google.protobuf import text_format
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    return text_format.Parse(text, xplane_pb2.XSpace()).SerializeToString()
+
+
+def test_the_tensorflow_reader_gives_each_event_its_name_start_and_duration(tensorflow_profiling):
+    text = _xspace_text({"python": [("op", 2_000, 5_500), ("op", 9_000, 1_000)]})
+    (plane,) = tensorflow_profiling.xspace_planes(_tensorflow_xspace(text))
+    assert plane.name == "/host:CPU" and [line.name for line in plane.lines] == ["python"]
+    first, second, unnamed = plane.lines[0].events
     assert (first.name, first.start_ns, first.duration_ns) == ("op", 1002.0, 5.5)
     assert second.end_ns == pytest.approx(1010.0)
+    assert (unnamed.name, unnamed.start_ns) == ("<metadata 99>", 1000.0)
 
 
-def test_the_xspace_reader_reads_a_negative_line_start():
-    (plane,) = parse_xspace(_xspace({"t": [("k", 0, 1000)]}, line_start_ns=-5))
-    assert plane.lines[0].events[0].start_ns == -5.0
+def test_the_tensorflow_reader_reads_a_negative_line_start(tensorflow_profiling):
+    text = _xspace_text({"t": [("k", 2_500, 1000)], "u": [("k", 0, 0)]}, line_start_ns=-5)
+    (plane,) = tensorflow_profiling.xspace_planes(_tensorflow_xspace(text))
+    assert plane.lines[0].events[0].start_ns == -2.5
+    assert [line.name for line in plane.lines] == ["t", "u"]
+    assert plane.lines[1].events[-1].start_ns == -5.0
+
+
+def test_a_profile_is_the_one_xplane_file_a_profiler_wrote_under_its_directory(tmp_path):
+    with pytest.raises(FileNotFoundError, match="found 0"):
+        xplane_file(tmp_path)
+    run = tmp_path / "plugins" / "profile" / "run"
+    run.mkdir(parents=True)
+    (run / "host.xplane.pb").write_bytes(b"")
+    (run / "host.trace.json.gz").write_bytes(b"")
+    assert xplane_file(tmp_path) == run / "host.xplane.pb"
+    (run / "other.xplane.pb").write_bytes(b"")
+    with pytest.raises(FileNotFoundError, match="found 2"):
+        xplane_file(tmp_path)
+
+
+def test_the_tensorflow_reader_reads_the_profile_under_a_directory(tensorflow_profiling, tmp_path):
+    run = tmp_path / "plugins" / "profile" / "run"
+    run.mkdir(parents=True)
+    (run / "host.xplane.pb").write_bytes(_tensorflow_xspace(_xspace_text({"t": [("k", 0, 1)]})))
+    (plane,) = tensorflow_profiling.read_xspace(tmp_path)
+    assert [(e.name, e.duration_ns) for e in plane.lines[0].events] == [
+        ("k", 0.001),
+        ("<metadata 99>", 0.0),
+    ]
+
+
+def test_the_jax_reader_gives_each_event_its_name_and_whole_nanoseconds():
+    pytest.importorskip("jax")
+    from jax.profiler import ProfileData
+
+    from fwbench.frameworks.jax.profiling import xspace_planes
+
+    text = _xspace_text({"python": [("op", 2_000, 5_500)], "t": [("k", 2_500, 1000)]}, -5)
+    (plane,) = xspace_planes(ProfileData.text_proto_to_serialized_xspace(text))
+    assert plane.name == "/host:CPU" and [line.name for line in plane.lines] == ["python", "t"]
+    (op, _), (k, unnamed) = (line.events for line in plane.lines)
+    assert (op.name, op.start_ns, op.duration_ns) == ("op", -3.0, 5.0)  # 5.5 ns truncated
+    assert (k.name, k.start_ns, k.end_ns) == ("k", -3.0, -2.0)  # 2.5 truncated
+    assert (unnamed.name, unnamed.start_ns, unnamed.duration_ns) == ("", -5.0, 0.0)
 
 
 # ---- the trace: intervals and rules --------------------------------------------------------

@@ -4,7 +4,8 @@ how many ops or launches the framework dispatched and when its kernels ran.
 Each framework's adapter runs its own profiler and classifies the events by its own
 conventions (which events are dispatches, which are kernels); this module holds the record
 and the interval arithmetic they share, and the classifier of XSpace traces (jax.profiler
-and TensorFlow's profiler write the same format, fwbench.frameworks.xspace).
+and TensorFlow's profiler write the same format: each adapter reads it with its framework's
+own reader into the records of fwbench.frameworks.xspace).
 """
 
 from __future__ import annotations
