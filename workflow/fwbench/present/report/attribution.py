@@ -17,7 +17,8 @@ from fwbench.present.report.context import ReportContext, SystemPart
 METHOD = (
     "After each cell's timed samples, in process 0, never inside them, the framework's own "
     "profiler records a few calls (about 50 ms of them): torch.profiler; jax.profiler and "
-    "TensorFlow's profiler, whose XSpace traces each adapter reads with its own framework's reader. From the "
+    "TensorFlow's profiler, whose XSpace traces each adapter reads with its framework's own "
+    "reader. From the "
     "trace, per call: the ops (eager) or launches (compiled) dispatched, and the time inside "
     "kernels, the union of the kernel events' intervals (an op's self time under torch; the "
     "graph executor's op kernels and XLA's thunks under TensorFlow and jax), less the length "
