@@ -15,7 +15,7 @@ from fwbench.analysis.aggregate import aggregate_cells, write_aggregate
 from fwbench.io import cell_file as dataset
 from fwbench.io.bench_file import read_bench
 from fwbench.io.cell_file import Cell, read_cell_record, write_cell
-from fwbench.io.dims import STATUS_FAILED
+from fwbench.io.dims import STATUS_FAILED, CellKey
 from fwbench.io.per_system import one_system, systems_of
 
 REPO = Path(__file__).resolve().parents[1]
@@ -62,7 +62,7 @@ def test_fast_reader_agrees_with_the_cell_format(tmp_path):
         np.testing.assert_equal(record.scalars[name], reference[name].item())
     for key, value in reference.attrs.items():
         assert record.attrs[key] == value, key
-    assert record.key == ("jax", "jit", "mlp", 1)
+    assert record.key == CellKey("jax", "jit", "mlp", 1)
 
 
 def test_each_cell_lands_at_its_coordinates(tmp_path):

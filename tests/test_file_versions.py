@@ -13,6 +13,7 @@ import xarray as xr
 from fwbench.io import bench_file, cell_file, hardware_file, stats_file
 from fwbench.io.bench_file import read_bench, write_bench
 from fwbench.io.cell_file import Cell, read_cell, read_cell_record, write_cell
+from fwbench.io.dims import CellKey
 from fwbench.io.stats_file import read_stats, read_stats_table, write_stats, write_stats_table
 
 
@@ -35,7 +36,7 @@ def test_a_cell_carries_the_current_schema_version_and_both_readers_agree(tmp_pa
     assert read_cell(path).attrs["schema_version"] == cell_file.SCHEMA_VERSION
     record = read_cell_record(path)
     assert record.attrs["schema_version"] == cell_file.SCHEMA_VERSION
-    assert record.key == ("torch", "eager", "mlp", 8)
+    assert record.key == CellKey("torch", "eager", "mlp", 8)
 
 
 @pytest.mark.parametrize("reader", [read_cell, read_cell_record])

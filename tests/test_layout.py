@@ -10,7 +10,6 @@ import pytest
 from conftest import REPO
 
 LIBRARY = REPO / "workflow" / "fwbench"
-MAX_LINES = 300
 MAX_FUNCTION_LINES = 60
 FRAMEWORK_IMPORTS = {"torch": "torch", "jax": "jax", "jaxlib": "jax", "optax": "jax"}
 FRAMEWORK_IMPORTS |= {"tensorflow": "tensorflow", "keras": "tensorflow"}
@@ -59,12 +58,6 @@ def test_the_module_list_is_not_empty_and_holds_the_packages():
     for package in packages:
         assert f"fwbench.{package}" in MODULES
     assert {"analysis", "present"} <= {name.split(".")[1] for name in MODULES if "." in name}
-
-
-@pytest.mark.parametrize("module", sorted(MODULES))
-def test_no_module_is_longer_than_300_lines(module):
-    lines = len(MODULES[module].read_text().splitlines())
-    assert lines <= MAX_LINES, f"{module} has {lines} lines"
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:

@@ -31,34 +31,14 @@ from fwbench.io.bench_file import write_bench
 from fwbench.io.cell_file import CellRecord, read_cell_record
 from fwbench.io.dims import CELL_DIMS, STATUS_ABSENT, STATUS_OK
 from fwbench.io.per_system import SYSTEM, SYSTEM_ATTRS
+from fwbench.io.variables import BENCH, declared, units
 from fwbench.model.specs import ARCHITECTURES
 
-# Per-cell numbers kept from the cell's attributes, beside its scalar variables.
-NUMERIC_ATTRS = {"contended": "1", "attempts": "1", "slow_machine": "1"}
-# The start-up of the cell's process: importing the framework (or runtime), building the model
-# (an export mode: loading the artifact, creating the session) and, for an export mode, the
-# export job's export/convert time (from its manifest).
-NUMERIC_ATTRS |= {"import_s": "s", "build_s": "s", "export_s": "s"}
-# Per-cell text: the name in bench.nc, the cell attribute it comes from, and what it holds.
-TEXT_ATTRS = {
-    "status": ("status", "'ok' | 'failed' | 'absent' (no cell given for this position)"),
-    "error_type": ("error_type", "exception class of a failed cell"),
-    "error": ("error_message", "why the cell failed; empty when it did not"),
-    "traceback_tail": ("traceback_tail", "last lines of a failed cell's traceback"),
-    "compile_how": ("compile_how", "how the framework says it compiled"),
-    "eager_ops": ("eager_ops", "ops a compiled mode left to the framework's eager kernels"),
-    "counter_note": ("counter_note", "why counter_flops is what it is"),
-    "attribution": ("attribution", "what the attribution pass's profiler saw, or why none ran"),
-    "start_utc": ("start_utc", "when the cell's measurement started"),
-    "canary": ("canary", "the speed canary's level and work, or why the cell has none"),
-    "config_hash": ("config_hash", "hash of the settings that determine the cell"),
-    "git_commit": ("git_commit", "commit of the code that measured the cell"),
-    "threads": ("threads", "JSON of every thread setting of the cell's process"),
-    "host": ("host", "the node that measured the cell"),
-    "cpu_model": ("cpu_model", "the measuring node's CPU model ('' in cells before systems)"),
-    "gpu_model": ("gpu_model", "the measuring node's GPU model ('' on cpu)"),
-    "slurm_partition": ("slurm_partition", "the SLURM partition the cell ran in ('' locally)"),
-}
+# Per-cell numbers and text kept from the cell's attributes (fwbench.io.variables): the name
+# in bench.nc, and the attribute it comes from.
+NUMERIC_ATTRS = units(declared(BENCH, text=False, from_attr=True))
+TEXT_ATTRS = {v.name: v.attr for v in declared(BENCH, text=True, from_attr=True)}
+TEXT_MEANINGS = {v.name: v.meaning for v in declared(BENCH, text=True, from_attr=True)}
 # The run's provenance, attributes of bench.nc (a JSON list where cells differ); per system in
 # the variable SYSTEM_ATTRS (fwbench.io.per_system).
 PROVENANCE = ("host", "device", "threads", "config_hash", "git_commit")
@@ -94,7 +74,7 @@ def _framework_versions(
     found = {key: np.full((len(systems), len(frameworks)), "", dtype=object) for key in "vV"}
     packages: dict[tuple[int, int], dict[str, str]] = {}
     for record in records:
-        where = index[(record.attrs[SYSTEM], record.key[0])]
+        where = index[(record.attrs[SYSTEM], record.key.framework)]
         found["v"][where] = found["v"][where] or str(record.attrs.get("framework_version", ""))
         packages.setdefault(where, {}).update(package_versions(record))
     for where, named in packages.items():
@@ -117,10 +97,10 @@ def _axes(records: Sequence[CellRecord]) -> tuple[list, ...]:
     all_modes = list(dict.fromkeys(mode for modes in MODES.values() for mode in modes))
     return (
         list(dict.fromkeys(r.attrs[SYSTEM] for r in records)),
-        _ordered((r.key[0] for r in records), list(MODES)),
-        _ordered((r.key[1] for r in records), all_modes),
-        _ordered((r.key[2] for r in records), ARCHITECTURES),
-        sorted({r.key[3] for r in records}),
+        _ordered((r.key.framework for r in records), list(MODES)),
+        _ordered((r.key.mode for r in records), all_modes),
+        _ordered((r.key.arch for r in records), ARCHITECTURES),
+        sorted({r.key.batch for r in records}),
         sorted({r.process for r in records}),
     )
 
@@ -139,7 +119,7 @@ def _cell_arrays(
     texts = {name: np.full(shape, "", dtype=object) for name in TEXT_ATTRS}
     texts["status"][...] = STATUS_ABSENT
     for record in records:
-        where = (record.attrs[SYSTEM], *record.key, record.process)
+        where = (record.attrs[SYSTEM], *record.key.values(), record.process)
         position = tuple(lookup[value] for lookup, value in zip(index, where, strict=True))
         for name, values in series.items():
             found = record.latency_s if name == "latency_s" else record.series.get(name)
@@ -149,7 +129,7 @@ def _cell_arrays(
             numbers[name][position] = record.scalars[name]
         for name in NUMERIC_ATTRS:
             numbers[name][position] = float(record.attrs.get(name, np.nan))
-        for name, (attr, _) in TEXT_ATTRS.items():
+        for name, attr in TEXT_ATTRS.items():
             texts[name][position] = str(record.attrs.get(attr, ""))
         if texts["status"][position] == "":
             texts["status"][position] = STATUS_OK
@@ -184,7 +164,7 @@ def _data_variables(
     for name, values in numbers.items():
         data_vars[name] = (dims, values, {"units": units[name]})
     for name, values in texts.items():
-        data_vars[name] = (dims, values, {"description": TEXT_ATTRS[name][1]})
+        data_vars[name] = (dims, values, {"description": TEXT_MEANINGS[name]})
     return data_vars
 
 

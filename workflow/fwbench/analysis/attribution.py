@@ -30,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from fwbench.io.dims import EAGER_MODE
+from fwbench.io.variables import V
 
 PARTS = ("roof_s", "kernel_excess_s", "dispatch_s", "residual_s")
 PART_LABELS = {
@@ -39,27 +40,6 @@ PART_LABELS = {
     "residual_s": "the rest",
 }
 CLOSURE_TOLERANCE = 0.10
-# stats.nc's variables of the breakdown, with units.
-UNITS = {part: "s" for part in PARTS} | {"explained_share": "1", "attribution_closure": "1"}
-UNITS |= {"attr_stretch": "1"}
-UNITS |= {name: "s" for name in ("batch_fit_alpha_s", "batch_fit_beta_s")}
-UNITS |= {name: "s" for name in ("gain_dispatch_s", "gain_kernel_s", "gain_rest_s")}
-UNITS |= {name: "s" for name in ("step_s", "step_dispatch_s", "step_roof_s", "step_alpha_s")}
-UNITS |= {"step_dispatches": "1", "rest_outside_s": "s"}
-# From the cells (the pass's per-call readings), as the aggregate pooled them.
-FROM_CELLS = (
-    "attr_dispatches",
-    "attr_kernel_s",
-    "attr_floor_s",
-    "attr_event_cost_s",
-    "attr_events",
-    "attr_profiled_call_s",
-    "attr_profiled_work_s",
-    "attr_unprofiled_call_s",
-    "attr_in_framework_s",
-    "attr_nested_events",
-    "attr_pass_s",
-)
 
 
 def clean_kernel_s(
@@ -146,7 +126,7 @@ def rest_outside(parts: dict[str, np.ndarray], cells: dict[str, np.ndarray]) -> 
     time was not resolved (a trace that dense spends much of the call between events)."""
     idle = np.maximum(cells["attr_profiled_call_s"] - cells["attr_in_framework_s"], 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        outside = idle * cells["median_s"] / cells["attr_unprofiled_call_s"]
+        outside = idle * cells[V.median_s] / cells["attr_unprofiled_call_s"]
     outside = np.where(np.isnan(cells["attr_kernel_s"]), np.nan, outside)
     return np.minimum(parts["residual_s"], outside)
 
@@ -159,7 +139,7 @@ def per_step(parts: dict[str, np.ndarray], cells: dict[str, np.ndarray]) -> dict
     steps = cells["recurrent_steps"]
     with np.errstate(invalid="ignore", divide="ignore"):
         return {
-            "step_s": cells["median_s"] / steps,
+            "step_s": cells[V.median_s] / steps,
             "step_dispatches": cells["attr_dispatches"] / steps,
             "step_dispatch_s": parts["dispatch_s"] / steps,
             "step_roof_s": parts["roof_s"] / steps,
@@ -186,10 +166,10 @@ def compile_gain(parts: dict[str, np.ndarray], eager: int | None) -> dict[str, n
 def attribution_variables(cells: dict[str, np.ndarray], coords: tuple[list, ...]) -> dict:
     """stats.nc's breakdown of every cell (`cells`: the statistics so far, the pass's readings
     and the roofline's bound; `coords`: framework, mode, arch and batch values)."""
-    names = ("median_s", "lower_bound_s", "attr_kernel_s", "attr_dispatches", "attr_floor_s")
+    names = (V.median_s, "lower_bound_s", "attr_kernel_s", "attr_dispatches", "attr_floor_s")
     names += ("attr_profiled_work_s",)
     parts = time_parts(*(cells[name] for name in names))
-    parts |= batch_fit(cells["median_s"], np.array(coords[3], dtype=float))
+    parts |= batch_fit(cells[V.median_s], np.array(coords[3], dtype=float))
     parts |= per_step(parts, cells)
     parts["rest_outside_s"] = rest_outside(parts, cells)
     return parts | compile_gain(parts, eager_index(list(coords[1])))

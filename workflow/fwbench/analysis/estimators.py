@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import stats as scipy_stats
 
+from fwbench.io.variables import V
 from fwbench.rng import seeded_rng
 
 
@@ -30,7 +31,7 @@ def describe(latency_s: np.ndarray) -> dict[str, np.ndarray]:
         std = np.where(n >= 2, np.nanstd(latency_s, axis=-1, ddof=1), np.nan)
         return {
             "n": n.astype(float),
-            "median_s": median,
+            V.median_s: median,
             "mean_s": mean,
             "std_s": std,
             "cv_pct": 100.0 * std / mean,

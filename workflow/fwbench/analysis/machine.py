@@ -14,6 +14,8 @@ import warnings
 import numpy as np
 import xarray as xr
 
+from fwbench.io.variables import V
+
 DROP, KEEP = "drop", "keep"
 CHOICES = (DROP, KEEP)
 
@@ -117,7 +119,7 @@ def slow_processes(bench: xr.Dataset, cell_dims: tuple[str, ...]) -> dict[str, n
         medians = np.nanmedian(latency, axis=-1)
         excess = np.log(medians / np.nanmedian(medians, axis=-1, keepdims=True))
         canary_excess = np.fmax(
-            _excess(_per_process(bench, "canary_factor", cell_dims)),
+            _excess(_per_process(bench, V.canary_factor, cell_dims)),
             _excess(_per_process(bench, "canary_read_factor", cell_dims)),
         )
     flagged = _per_process(bench, "slow_machine", cell_dims) == 1

@@ -8,6 +8,7 @@ import json
 from collections.abc import Sequence
 
 from fwbench.io.cell_file import CellRecord
+from fwbench.io.dims import CellKey
 from fwbench.io.per_system import SYSTEM
 
 
@@ -20,13 +21,12 @@ def refuse_mixed(records: Sequence[CellRecord]) -> None:
 
 
 def _check_unique_positions(records: Sequence[CellRecord]) -> None:
-    seen: dict[tuple[str, str, str, str, int, int], str] = {}
+    seen: dict[tuple[str, CellKey, int], str] = {}
     for record in records:
-        position = (record.attrs[SYSTEM], *record.key, record.process)
+        position = (record.attrs[SYSTEM], record.key, record.process)
         if position in seen:
-            framework, mode, arch, batch = record.key
             raise ValueError(
-                f"two cells for {record.attrs[SYSTEM]}/{framework}/{mode}/{arch}/b{batch} "
+                f"two cells for {record.attrs[SYSTEM]}/{record.key} "
                 f"process {record.process}: {seen[position]} and {record.path}"
             )
         seen[position] = record.path
@@ -40,7 +40,7 @@ def _check_agree(records: Sequence[CellRecord], attr: str, within_framework: boo
         value = record.attrs.get(attr, "")
         if value in ("", None):
             continue
-        group = (record.attrs[SYSTEM], record.key[0] if within_framework else "")
+        group = (record.attrs[SYSTEM], record.key.framework if within_framework else "")
         if group not in first:
             first[group] = record
         elif first[group].attrs[attr] != value:
@@ -63,7 +63,7 @@ def _check_versions(records: Sequence[CellRecord]) -> None:
     first: dict[tuple[str, str, str], tuple[str, CellRecord]] = {}
     for record in records:
         for package, version in package_versions(record).items():
-            where = (record.attrs[SYSTEM], record.key[0], package)
+            where = (record.attrs[SYSTEM], record.key.framework, package)
             seen = first.setdefault(where, (version, record))
             if seen[0] != version:
                 raise ValueError(

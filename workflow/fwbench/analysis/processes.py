@@ -15,39 +15,11 @@ import numpy as np
 import xarray as xr
 
 from fwbench.io.dims import CELL_DIMS, STATUS_ABSENT, STATUS_FAILED, STATUS_OK
+from fwbench.io.variables import BY_NAME, Pool, V, pooling
 
 PROCESS = "process"
 ITERATION = "iteration"  # a timed iteration within one process
-# A cell is as disturbed as its most disturbed process, as costly as its costliest.
-WORST = (
-    "contended",
-    "busy_cpu_other",
-    "other_cores_probe",
-    "other_cores_during",
-    "cpu_pressure",
-    "load_before",
-    "load_after",
-    "peak_mem_bytes",
-    "attempts",
-    "graph_breaks",
-    "fallbacks",
-    "slow_machine",
-    "canary_factor",
-    "canary_read_factor",
-    "canary_cv_pct",
-    "canary_share",
-)
-# Summed over a cell's processes.
-TOTAL = ("slow_samples",)
-# Process 0's: the cold first call (later processes start from its compile cache,
-# fwbench.measure.compile_cache).
-FIRST_PROCESS = ("first_call_s", "import_s", "build_s", "export_s")
-ALL_OF = ("compiled",)  # a cell ran compiled only if every process did
-LEAST = ("on_cpu_median",)  # as starved of its core as its most starved process
-FAILURE_TEXT = ("error_type", "error", "traceback_tail")
-# Where a cell's processes ran: every distinct value, joined by NODE_SEPARATOR (processes of one
-# cell may land on different nodes of a partition).
-NODE_TEXT = ("host", "cpu_model", "gpu_model", "slurm_partition")
+# How each variable pools is declared with it (fwbench.io.variables.Pool).
 NODE_SEPARATOR = " | "
 
 
@@ -84,28 +56,25 @@ def _distinct_text(values: np.ndarray) -> np.ndarray:
 
 
 def _reduce(name: str, values: np.ndarray) -> np.ndarray:
+    how = pooling(name)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: absent cells
-        if name in WORST:
+        if how is Pool.WORST:
             return np.nanmax(values, axis=-1)
-        if name in ALL_OF or name in LEAST:
+        if how in (Pool.ALL_OF, Pool.LEAST):
             return np.nanmin(values, axis=-1)
-        if name in FIRST_PROCESS:
+        if how is Pool.FIRST_PROCESS:
             return values[..., 0]
-        if name in TOTAL:
+        if how is Pool.TOTAL:
             return np.where(np.isnan(values).all(axis=-1), np.nan, np.nansum(values, axis=-1))
         return np.nanmedian(values, axis=-1)
 
 
-WARM = {
-    "units": "s",
-    "description": "the median first call of the cell's later processes, each a fresh process "
-    "started from a copy of process 0's on-disk compile cache (NaN with one process)",
-}
+WARM = {"units": "s", "description": BY_NAME[V.first_call_warm_s].meaning}
 
 
 def _later_first_calls(bench: xr.Dataset, order: tuple[str, ...]) -> np.ndarray:
-    later = bench["first_call_s"].transpose(*order).values[..., 1:].astype(float)
+    later = bench[V.first_call_s].transpose(*order).values[..., 1:].astype(float)
     if later.shape[-1] == 0:
         return np.full(later.shape[:-1], np.nan)
     with warnings.catch_warnings():
@@ -138,17 +107,18 @@ def pool(bench: xr.Dataset) -> xr.Dataset:
             data_vars[name] = variable.variable
             continue
         values = variable.transpose(*order).values
-        if name == "status":
+        how = pooling(name)
+        if how is Pool.STATUS:
             reduced = _status(values)
-        elif name in NODE_TEXT:
+        elif how is Pool.NODES:
             reduced = _distinct_text(values)
         elif values.dtype.kind in "OUS":  # text: object in memory, str read from a file
-            reduced = _first_text(values, status, failures_only=name in FAILURE_TEXT)
+            reduced = _first_text(values, status, failures_only=how is Pool.FAILURE_TEXT)
         else:
             reduced = _reduce(name, values.astype(float))
         data_vars[name] = (cell_dims, reduced, variable.attrs)
-    if "first_call_s" in bench:
-        data_vars["first_call_warm_s"] = (cell_dims, _later_first_calls(bench, order), WARM)
+    if V.first_call_s in bench:
+        data_vars[V.first_call_warm_s] = (cell_dims, _later_first_calls(bench, order), WARM)
     coords = {dim: bench[dim].values for dim in cell_dims}
     coords |= {"repeat": np.arange(pooled_latency.shape[-1]), PROCESS: bench[PROCESS].values}
     coords[ITERATION] = bench["repeat"].values

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from fwbench.io.hardware_file import read_hardware
+from fwbench.io.variables import V
 
 # Where each limit sits in the hardware JSON, as key paths.
 HARDWARE_KEYS: dict[str, tuple[str, ...]] = {
@@ -46,7 +47,7 @@ ROOFLINE_VARIABLES = (
     "arithmetic_intensity",
     "achieved_flops_per_s",
     "lower_bound_s",
-    "efficiency",
+    V.efficiency,
     "dram_lower_bound_s",
     "dram_efficiency",
 )

@@ -17,10 +17,11 @@ from fwbench import frameworks
 from fwbench.analysis.estimators import break_even_iterations, ratio_of_medians_ci
 from fwbench.analysis.process_spread import ratio_ci, spread_at
 from fwbench.io.dims import EAGER_MODE
+from fwbench.io.variables import V
 from fwbench.rng import seeded_rng
 
 SPEEDUP_VARIABLES = (
-    "speedup_vs_eager",
+    V.speedup_vs_eager,
     "speedup_ci_low",
     "speedup_ci_high",
     "break_even_iterations",
@@ -85,7 +86,7 @@ def compile_speedups(
                 continue
             name = f"speedup/{framework_names[f]}/{mode}/{archs[a]}/{batches[b]}"
             ratio = median[f, eager, a, b] / median[f, m, a, b]
-            out["speedup_vs_eager"][f, m, a, b] = ratio
+            out[V.speedup_vs_eager][f, m, a, b] = ratio
             pair = ((f, eager, a, b), (f, m, a, b))
             low, high = _ratio_ci(latency, spreads, pair, ratio, name, settings)
             out["speedup_ci_low"][f, m, a, b] = low

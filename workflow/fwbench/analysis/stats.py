@@ -60,6 +60,7 @@ from fwbench.analysis.winners import SCOPES, winner_variables
 from fwbench.io.dims import CELL_DIMS, STATUS_OK
 from fwbench.io.per_system import one_system
 from fwbench.io.stats_file import write_stats, write_stats_table
+from fwbench.io.variables import V
 
 
 @dataclass(frozen=True)
@@ -149,10 +150,10 @@ def _cell_statistics(
         cells["process_sigma"] = np.full(ok.shape, np.nan)
         cells["process_count"] = np.where(ok, 1.0, np.nan)
     else:
-        cells |= spread_cis(spreads, ok, cells["median_s"], settings.confidence)
+        cells |= spread_cis(spreads, ok, cells[V.median_s], settings.confidence)
     for name in FROM_CELLS:
         cells[name] = np.where(ok, cell_values(bench, name), np.nan)
-    cells["compile_overhead_s"] = cells["first_call_s"] - cells["median_s"]
+    cells["compile_overhead_s"] = cells[V.first_call_s] - cells[V.median_s]
     return cells
 
 
@@ -207,15 +208,15 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         ok, canary_correlation(latency, _series(bench, "speed_factor")), np.nan
     )
     metrics = roofline(
-        cells["flops"], cells["bytes"], cells["working_set_bytes"], cells["median_s"], limits
+        cells["flops"], cells["bytes"], cells["working_set_bytes"], cells[V.median_s], limits
     )
     for name in ROOFLINE_VARIABLES:
         cells[name] = getattr(metrics, name)
     cells |= attribution_variables(cells, coords)
     cells |= compile_speedups(
         latency,
-        cells["median_s"],
-        cells["first_call_s"],
+        cells[V.median_s],
+        cells[V.first_call_s],
         coords,
         confidence=settings.confidence,
         resamples=settings.bootstrap_resamples,

@@ -222,7 +222,7 @@ class HardwareProbe(Protocol):
 
     def gemm(self, n: int, trials: int, dtype: str, device: str) -> dict[str, Any]:
         """`trials` timed n×n @ n×n products in `dtype` on `device`, after an untimed first
-        call: {"times_s": [...], "first_call_s", "busy_cpu_other", "call": how it was made}."""
+        call: `Timing.gemm_record` (fwbench.host.harness)."""
 
 
 @runtime_checkable

@@ -105,12 +105,7 @@ def numpy_gemm(n: int, trials: int, dtype: str) -> dict[str, Any]:
     b = rng.standard_normal((n, n)).astype(dtype)
     out = np.empty((n, n), dtype=dtype)
     timing = time_calls(lambda: np.matmul(a, b, out=out), lambda _: None, 0, trials)
-    return {
-        "times_s": timing.latency_s.tolist(),
-        "first_call_s": timing.first_call_s,
-        "busy_cpu_other": timing.busy_cpu_other,
-        "call": f"numpy {np.__version__} np.matmul(a, b, out=out)",
-    }
+    return timing.gemm_record(f"numpy {np.__version__} np.matmul(a, b, out=out)")
 
 
 def _native_task(task: str, args: dict[str, Any]) -> dict[str, Any]:

@@ -63,6 +63,16 @@ class Timing:
     canary_wall_s: float = 0.0
     loop_wall_s: float = 0.0
 
+    def gemm_record(self, call: str) -> dict[str, Any]:
+        """A hardware GEMM trial's record in the hardware file: every sample, the untimed first
+        product (`first_gemm_s`: not a cell's first call), the other-CPU reading, the call."""
+        return {
+            "times_s": self.latency_s.tolist(),
+            "first_gemm_s": self.first_call_s,
+            "busy_cpu_other": self.busy_cpu_other,
+            "call": call,
+        }
+
 
 @contextlib.contextmanager
 def _no_gc() -> Iterator[None]:

@@ -1,8 +1,80 @@
-"""Names every result file shares: the cell dimensions, cell statuses and the baseline mode."""
+"""The dimensions of a cell and its key, cell statuses and the baseline mode: declared once.
 
-CELL_DIMS = ("framework", "mode", "arch", "batch")
+A cell is a `CellKey` over CELL_DIMS. Code that names a cell takes, passes and prints a key
+(never a positional tuple): adding a dimension adds a field here and a coordinate in the plan,
+and every reader that goes through the key follows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import astuple, dataclass, fields
+from typing import Any
+
+import numpy as np
+
 STATUS_OK = "ok"
 STATUS_FAILED = "failed"
 STATUS_ABSENT = "absent"  # no cell was given for this position of the aggregate
 # The mode every framework has: compiled modes are measured against it.
 EAGER_MODE = "eager"
+
+
+@dataclass(frozen=True, order=True)
+class CellKey:
+    """One cell: its framework, mode, architecture and batch."""
+
+    framework: str
+    mode: str
+    arch: str
+    batch: int
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> CellKey:
+        """The key from anything that names each dimension (a cell's attributes, a row)."""
+        missing = [name for name in CELL_DIMS if name not in values]
+        if missing:
+            raise KeyError(f"no {', '.join(missing)} to name a cell")
+        return cls(
+            str(values["framework"]),
+            str(values["mode"]),
+            str(values["arch"]),
+            int(values["batch"]),
+        )
+
+    @property
+    def variant(self) -> tuple[str, str]:
+        """(framework, mode): what the comparisons set against each other."""
+        return self.framework, self.mode
+
+    @property
+    def name(self) -> str:
+        return f"{self.framework}/{self.mode}/{self.arch}/b{self.batch}"
+
+    def sel(self) -> dict[str, Any]:
+        """The key as xarray's `sel` arguments."""
+        return dict(zip(CELL_DIMS, astuple(self), strict=True))
+
+    def values(self) -> tuple[Any, ...]:
+        """The coordinates in CELL_DIMS order (a position in an array over CELL_DIMS)."""
+        return astuple(self)
+
+    def with_batch(self, batch: int) -> CellKey:
+        return CellKey(self.framework, self.mode, self.arch, int(batch))
+
+    def with_mode(self, mode: str) -> CellKey:
+        return CellKey(self.framework, mode, self.arch, self.batch)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+CELL_DIMS = tuple(f.name for f in fields(CellKey))
+
+
+def keys_where(coords: Mapping[str, Any], mask: np.ndarray) -> Iterator[CellKey]:
+    """The cells where `mask` (over CELL_DIMS, in that order) holds; `coords` gives each
+    dimension's values (a Dataset or a dict of sequences)."""
+    values = [np.asarray(coords[d]).tolist() for d in CELL_DIMS]
+    for index in zip(*np.nonzero(mask), strict=True):
+        yield CellKey(*(dim_values[i] for dim_values, i in zip(values, index, strict=True)))

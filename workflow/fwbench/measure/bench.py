@@ -23,6 +23,7 @@ from fwbench.host.threads import setup_threads
 from fwbench.io.artifact_file import artifact_of, read_manifest
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_OK
+from fwbench.io.variables import V
 from fwbench.measure import compile_cache
 from fwbench.measure.attribution import attribute, floor_s
 from fwbench.measure.job import Watchdog, failure_attrs
@@ -78,7 +79,7 @@ def _measure(request: CellRequest, cell: Cell) -> None:
     canary = cell_canary(request, cell)
     timing, attempts, contended, speed = _time_cell(request, runner, prepared, canary)
     cell.latency_s = timing.latency_s
-    cell.scalars |= _timing_scalars(timing) | {"null_call_s": _null_call_s(adapter, request)}
+    cell.scalars |= _timing_scalars(timing) | {V.null_call_s: _null_call_s(adapter, request)}
     cell.attrs |= {
         "attempts": attempts,
         "warmup_s": timing.warmup_s,
@@ -97,7 +98,7 @@ def _attribute(adapter: Any, runner: Any, prepared: Any, cell: Cell) -> None:
     nothing the cell measured."""
     median_s = float(np.nanmedian(cell.latency_s))
     try:
-        scalars, attrs = attribute(adapter, runner, prepared, median_s, cell.scalars["null_call_s"])
+        scalars, attrs = attribute(adapter, runner, prepared, median_s, cell.scalars[V.null_call_s])
     except NotImplementedError as error:  # a runtime without a profiler: says which
         cell.attrs["attribution"] = f"not measured: {error}"
         return
@@ -182,7 +183,7 @@ def _time_cell(
 
 def _timing_scalars(timing: Timing) -> dict[str, float]:
     return {
-        "first_call_s": timing.first_call_s,
+        V.first_call_s: timing.first_call_s,
         "calls_per_sample": timing.calls_per_sample,
         "load_before": timing.load_before,
         "load_after": timing.load_after,

@@ -30,6 +30,7 @@ import numpy as np
 from fwbench.host.harness import Timing
 from fwbench.io.cell_file import Cell
 from fwbench.io.hardware_file import read_hardware
+from fwbench.io.variables import V
 from fwbench.memory.canary import Canary, CanaryWork, level_for, works_from_baseline
 from fwbench.plan.request import CellRequest
 
@@ -151,7 +152,7 @@ def record_speed(cell: Cell, timing: Timing, speed: SpeedReading | None) -> None
         "canary_read_s": timing.canary_s[:, 1],
     }
     cell.scalars |= {
-        "canary_factor": speed.median_factor,
+        V.canary_factor: speed.median_factor,
         "canary_read_factor": float(np.median(speed.read_factor)),
         "on_cpu_median": float(np.median(speed.on_cpu)),
         "canary_cv_pct": speed.cv_pct,

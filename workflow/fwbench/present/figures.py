@@ -16,6 +16,7 @@ from matplotlib.figure import Figure
 
 from fwbench.io.common import read_netcdf
 from fwbench.io.per_system import one_system
+from fwbench.io.variables import V
 from fwbench.present.attribution import draw_attribution
 from fwbench.present.figure_data import FigureInputs
 from fwbench.present.hardware_summary import read_hardware_summary
@@ -32,7 +33,7 @@ INFERENCE_FIGURES: dict[str, Callable[[FigureInputs], Figure]] = {
     "roofline": draw_roofline,
     "latency": draw_latency,
     "speedup": draw_speedup,
-    "efficiency": draw_efficiency,
+    V.efficiency: draw_efficiency,
     "scaling": draw_scaling,
     "stability": draw_stability,
     "startup": draw_startup,

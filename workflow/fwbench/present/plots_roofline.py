@@ -21,6 +21,7 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
+from fwbench.io.variables import V
 from fwbench.present.figure_data import FigureInputs, Roofs, failed_note, roofs, variants
 from fwbench.present.format import percent
 from fwbench.present.style import (
@@ -194,13 +195,13 @@ def _roofline_notes(stats: xr.Dataset, limits: Roofs, batches: list[int]) -> lis
 
 def _grid(stats, present) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """efficiency, status and flags as (arch × batch rows, variant columns)."""
-    ordered = stats[["efficiency", "status", "flags"]].transpose(
+    ordered = stats[[V.efficiency, "status", "flags"]].transpose(
         "arch", "batch", "framework", "mode"
     )
     columns = [ordered.sel(framework=f, mode=m) for f, m in present]
     return tuple(
         np.stack([c[name].values.reshape(-1) for c in columns], axis=1)
-        for name in ("efficiency", "status", "flags")
+        for name in (V.efficiency, "status", "flags")
     )
 
 

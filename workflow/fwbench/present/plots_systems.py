@@ -17,13 +17,14 @@ from matplotlib.patches import Patch
 
 from fwbench.io.dims import STATUS_OK
 from fwbench.io.per_system import SYSTEM, SYSTEM_ATTRS, systems_of
+from fwbench.io.variables import V
 from fwbench.present.figure_data import FigureInputs, variants
 from fwbench.present.style import add_note, group_offsets, new_figure, plain_log_ticks
 
 SYSTEM_COLORS = ("#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB")
 PANELS = (
-    ("median_s", "median latency (ms)", 1e3, True),
-    ("efficiency", "efficiency vs own roofline (%)", 100.0, True),
+    (V.median_s, "median latency (ms)", 1e3, True),
+    (V.efficiency, "efficiency vs own roofline (%)", 100.0, True),
 )
 
 

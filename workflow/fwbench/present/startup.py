@@ -19,6 +19,7 @@ from matplotlib.patches import Patch
 
 from fwbench import frameworks
 from fwbench.io.dims import STATUS_OK
+from fwbench.io.variables import V
 from fwbench.present.figure_data import FigureInputs, cell_value, failed_note, variants
 from fwbench.present.format import fixed
 from fwbench.present.style import add_note, new_figure
@@ -29,7 +30,7 @@ PARTS = (
     ("import_s", "import", "#BBBBBB"),
     ("build_s", "build / load artifact", "#66CCEE"),
     ("export_s", "export / convert (once, offline)", "#CCBB44"),
-    ("first_call_s", "first call, cold cache", "#EE6677"),
+    (V.first_call_s, "first call, cold cache", "#EE6677"),
 )
 TABLE_HEADER = [
     "variant",
@@ -65,7 +66,7 @@ def warm_first_call(stats: xr.Dataset, cell: tuple) -> float:
 def time_to_first_answer(parts: dict[str, float]) -> float:
     """A fresh process's wait for its first answer: import, build, first call (the export is
     paid once, offline, so it is not in it); NaN where one is unknown."""
-    return sum(parts.get(name, math.nan) for name in ("import_s", "build_s", "first_call_s"))
+    return sum(parts.get(name, math.nan) for name in ("import_s", "build_s", V.first_call_s))
 
 
 def _cells(stats: xr.Dataset, batch: int) -> list[tuple]:
@@ -129,7 +130,7 @@ def _stack(ax, x: int, stats: xr.Dataset, cell: tuple) -> None:
             bottom += height
     warm = warm_first_call(stats, cell)
     if np.isfinite(warm):
-        ready = time_to_first_answer(parts | {"first_call_s": warm})
+        ready = time_to_first_answer(parts | {V.first_call_s: warm})
         ax.plot([x], [ready], "o", color="black", markersize=3)
 
 

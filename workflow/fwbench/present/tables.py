@@ -15,11 +15,12 @@ import xarray as xr
 from fwbench.analysis.significance import WINNER
 from fwbench.io.atomic import write_text
 from fwbench.io.dims import CELL_DIMS, EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK
+from fwbench.io.variables import V
 from fwbench.present.figure_data import cell_value
 from fwbench.present.format import MISSING, fixed, percent
 
 FAILED_MARK = "failed"
-TABLES = ("latency", "compile_speedup", "efficiency", "winners", "failed", "flagged")
+TABLES = ("latency", "compile_speedup", V.efficiency, "winners", "failed", "flagged")
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -60,7 +61,7 @@ def latency_table(summary: xr.Dataset, batch: int) -> str:
         for m, mode in enumerate(summary["mode"].values)
         if (status[:, f, m] != STATUS_ABSENT).any()
     ]
-    median = at_batch["median_s"].transpose("arch", "framework", "mode").values
+    median = at_batch[V.median_s].transpose("arch", "framework", "mode").values
     rows = []
     for a, arch in enumerate(summary["arch"].values):
         medians = [median[a, f, m] for f, m in variants]
@@ -120,11 +121,11 @@ def compile_speedup_table(summary: xr.Dataset) -> str:
                 mode,
                 arch,
                 batch,
-                f"{fixed(cell_value(summary, 'speedup_vs_eager', cell), digits=2)} "
+                f"{fixed(cell_value(summary, V.speedup_vs_eager, cell), digits=2)} "
                 f"[{fixed(low, digits=2)}, {fixed(high, digits=2)}]",
-                fixed(cell_value(summary, "median_s", eager), 1e6),
-                fixed(cell_value(summary, "median_s", cell), 1e6),
-                fixed(cell_value(summary, "first_call_s", cell), digits=3),
+                fixed(cell_value(summary, V.median_s, eager), 1e6),
+                fixed(cell_value(summary, V.median_s, cell), 1e6),
+                fixed(cell_value(summary, V.first_call_s, cell), digits=3),
                 fixed(cell_value(summary, "compile_overhead_s", cell), digits=3),
                 fixed(cell_value(summary, "break_even_iterations", cell), digits=0),
             ]
@@ -153,7 +154,7 @@ def compile_speedup_table(summary: xr.Dataset) -> str:
 def efficiency_table(summary: xr.Dataset) -> str:
     rows = []
     for cell in _cells(summary, _status(summary) == STATUS_OK):
-        efficiency = cell_value(summary, "efficiency", cell)
+        efficiency = cell_value(summary, V.efficiency, cell)
         rows.append(
             [
                 cell[2],
@@ -162,7 +163,7 @@ def efficiency_table(summary: xr.Dataset) -> str:
                 fixed(cell_value(summary, "arithmetic_intensity", cell), digits=2),
                 fixed(cell_value(summary, "achieved_flops_per_s", cell), 1e-9, 2),
                 fixed(cell_value(summary, "lower_bound_s", cell), 1e6, 2),
-                fixed(cell_value(summary, "median_s", cell), 1e6),
+                fixed(cell_value(summary, V.median_s, cell), 1e6),
                 fixed(efficiency, digits=3),
                 cell_value(summary, "memory_level", cell) if "memory_level" in summary else "",
                 cell_value(summary, "bound", cell),
@@ -180,7 +181,7 @@ def efficiency_table(summary: xr.Dataset) -> str:
         "achieved GFLOP/s",
         "lower bound µs",
         "median µs",
-        "efficiency",
+        V.efficiency,
         "level",
         "bound",
         "DRAM-roof efficiency",
@@ -267,14 +268,14 @@ def flagged_table(summary: xr.Dataset) -> str:
             cell_value(summary, "flags", cell),
             fixed(cell_value(summary, "cv_pct", cell)),
             fixed(cell_value(summary, "busy_cpu_other", cell), digits=2),
-            fixed(cell_value(summary, "efficiency", cell), digits=3),
+            fixed(cell_value(summary, V.efficiency, cell), digits=3),
         ]
         for cell in _cells(summary, flags != "")
     ]
     legend = "\n".join(f"- {line}" for line in summary.attrs.get("flags", "").split("; "))
     if not rows:
         return f"# Flagged cells\n\nNo cell is flagged.\n\n{legend}\n"
-    header = ["framework", "mode", "arch", "batch", "flags", "CV %", "busy cores", "efficiency"]
+    header = ["framework", "mode", "arch", "batch", "flags", "CV %", "busy cores", V.efficiency]
     return f"# Flagged cells\n\n{legend}\n\n" + markdown_table(header, rows)
 
 
@@ -283,7 +284,7 @@ def render_tables(summary: xr.Dataset) -> dict[str, str]:
     return {
         "latency": latency_table(summary, int(summary.attrs["stats_table_batch"])),
         "compile_speedup": compile_speedup_table(summary),
-        "efficiency": efficiency_table(summary),
+        V.efficiency: efficiency_table(summary),
         "winners": winners_table(summary),
         "failed": failed_table(summary),
         "flagged": flagged_table(summary),

@@ -44,9 +44,4 @@ def gemm(n: int, trials: int, dtype: str, device: str) -> dict[str, Any]:
     b = jax.device_put(jnp.asarray(rng.standard_normal((n, n)), dtype=DTYPES[dtype]))
     matmul = jax.jit(lambda x, y: jnp.matmul(x, y, precision=jax.lax.Precision.HIGHEST))
     timing = time_calls(lambda: matmul(a, b), lambda out: out.block_until_ready(), 0, trials)
-    return {
-        "times_s": timing.latency_s.tolist(),
-        "first_call_s": timing.first_call_s,
-        "busy_cpu_other": timing.busy_cpu_other,
-        "call": "jax.jit(jnp.matmul(x, y, precision=HIGHEST))",
-    }
+    return timing.gemm_record("jax.jit(jnp.matmul(x, y, precision=HIGHEST))")

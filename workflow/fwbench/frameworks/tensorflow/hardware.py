@@ -50,9 +50,4 @@ def gemm(n: int, trials: int, dtype: str, device: str) -> dict[str, Any]:
         b = tf.constant(rng.standard_normal((n, n)), dtype=DTYPES[dtype])
         matmul = tf.function(tf.linalg.matmul)
         timing = time_calls(lambda: matmul(a, b), _sync, 0, trials)
-    return {
-        "times_s": timing.latency_s.tolist(),
-        "first_call_s": timing.first_call_s,
-        "busy_cpu_other": timing.busy_cpu_other,
-        "call": f"tf.function(tf.linalg.matmul) on {placement}",
-    }
+    return timing.gemm_record(f"tf.function(tf.linalg.matmul) on {placement}")

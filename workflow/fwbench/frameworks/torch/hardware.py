@@ -59,12 +59,7 @@ def gemm(n: int, trials: int, dtype: str, device: str) -> dict[str, Any]:
     out = torch.empty(n, n, device=dev, dtype=DTYPES[dtype])
     with torch.inference_mode():
         timing = time_calls(lambda: torch.mm(a, b, out=out), _sync_for(dev), 0, trials)
-    return {
-        "times_s": timing.latency_s.tolist(),
-        "first_call_s": timing.first_call_s,
-        "busy_cpu_other": timing.busy_cpu_other,
-        "call": "torch.mm(a, b, out=out)",
-    }
+    return timing.gemm_record("torch.mm(a, b, out=out)")
 
 
 def stream_kernels(elements: int, trials: int, device: str, dtype: str = "float64") -> dict:

@@ -14,6 +14,7 @@ import xarray as xr
 from fwbench import frameworks
 from fwbench.analysis.speedups import best_in_framework
 from fwbench.io.dims import EAGER_MODE, STATUS_OK
+from fwbench.io.variables import V
 from fwbench.present.figure_data import cell_value
 from fwbench.present.format import MISSING, fixed, latency_us, percent
 from fwbench.present.report.context import ReportContext, SystemPart
@@ -87,7 +88,7 @@ def _cost_row(manifest: Mapping[str, Any]) -> list[Any]:
 
 def _median(stats: xr.Dataset, cell: tuple) -> str:
     low, high = (cell_value(stats, f"median_ci_{end}_s", cell) for end in ("low", "high"))
-    median = latency_us(cell_value(stats, "median_s", cell))
+    median = latency_us(cell_value(stats, V.median_s, cell))
     return f"{median} [{latency_us(low)}, {latency_us(high)}]"
 
 
@@ -102,7 +103,7 @@ def _path_row(stats: xr.Dataset, cell: tuple) -> list[str]:
     if cell_value(stats, "status", cell) != STATUS_OK:
         return [arch, batch, f"{framework}/{mode}", "failed", MISSING, MISSING, MISSING]
     modes = stats["mode"].values.tolist()
-    medians = [cell_value(stats, "median_s", (framework, m, arch, batch)) for m in modes]
+    medians = [cell_value(stats, V.median_s, (framework, m, arch, batch)) for m in modes]
     best = best_in_framework(framework, modes, [float(v) for v in medians])
     best_name = modes[best] if best is not None else MISSING
     return [
@@ -110,7 +111,7 @@ def _path_row(stats: xr.Dataset, cell: tuple) -> list[str]:
         batch,
         f"{framework}/{mode}",
         _median(stats, cell),
-        _speedup(stats, cell, "speedup_vs_eager", "speedup_ci_low", "speedup_ci_high"),
+        _speedup(stats, cell, V.speedup_vs_eager, "speedup_ci_low", "speedup_ci_high"),
         best_name,
         _speedup(
             stats, cell, "speedup_vs_best", "speedup_vs_best_ci_low", "speedup_vs_best_ci_high"
@@ -158,7 +159,7 @@ def onnx_exporters_table(stats: xr.Dataset) -> str:
     for arch in stats["arch"].values:
         for batch in stats["batch"].values:
             cells = [(f, ONNX_MODE, arch, int(batch)) for f in exporters]
-            medians = [cell_value(stats, "median_s", c) for c in cells]
+            medians = [cell_value(stats, V.median_s, c) for c in cells]
             if all(not math.isfinite(v) for v in medians):
                 continue
             spread = max(medians) / min(medians) if all(map(math.isfinite, medians)) else math.nan

@@ -15,6 +15,7 @@ import xarray as xr
 from fwbench.analysis.flags import untrusted
 from fwbench.analysis.significance import ONLY, TIE, WINNER
 from fwbench.io.dims import CELL_DIMS, STATUS_FAILED, STATUS_OK
+from fwbench.io.variables import V
 from fwbench.present.attribution import attributed_cells
 from fwbench.present.figure_data import FigureInputs, cell_value, variants
 from fwbench.present.format import fixed, latency_us, ratio
@@ -51,7 +52,7 @@ def _speedups(stats: xr.Dataset, framework: str, mode: str) -> dict[str, list[tu
     for arch in stats["arch"].values:
         for batch in stats["batch"].values:
             cell = (framework, mode, str(arch), int(batch))
-            value = float(cell_value(stats, "speedup_vs_eager", cell))
+            value = float(cell_value(stats, V.speedup_vs_eager, cell))
             if not math.isfinite(value):
                 continue
             low, high = (float(cell_value(stats, f"speedup_ci_{e}", cell)) for e in ("low", "high"))
@@ -128,7 +129,7 @@ def _rest_of(stats: xr.Dataset, cells: list[tuple]) -> str:
 
 
 def efficiency_findings(stats: xr.Dataset) -> list[str]:
-    efficiency = stats["efficiency"].transpose(*CELL_DIMS).values
+    efficiency = stats[V.efficiency].transpose(*CELL_DIMS).values
     ok = stats["status"].transpose(*CELL_DIMS).values == STATUS_OK
     found = np.isfinite(efficiency) & ok & ~untrusted(stats["flags"].transpose(*CELL_DIMS).values)
     if not found.any():

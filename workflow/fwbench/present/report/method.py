@@ -11,6 +11,7 @@ import numpy as np
 import xarray as xr
 
 from fwbench.io.dims import CELL_DIMS, STATUS_OK
+from fwbench.io.variables import V
 from fwbench.present.figure_data import cell_name, cells_where, variants
 from fwbench.present.format import MISSING, fixed, latency_us
 from fwbench.present.report.compilation import RECURRENT_EAGER, compile_rows
@@ -185,12 +186,12 @@ def _quality_line(stats: xr.Dataset, settings: Mapping[str, Any]) -> str:
 
 def _null_call_line(stats: xr.Dataset) -> str:
     """Each framework's dispatch floor: its null call's median over the cells that ran."""
-    if "null_call_s" not in stats:
+    if V.null_call_s not in stats:
         return ""
     ok = stats["status"] == STATUS_OK
     parts = []
     for framework in stats["framework"].values:
-        null = stats["null_call_s"].where(ok).sel(framework=framework).values
+        null = stats[V.null_call_s].where(ok).sel(framework=framework).values
         null = null[np.isfinite(null)]
         if null.size:
             parts.append(f"{framework} {latency_us(float(np.median(null)))} µs")

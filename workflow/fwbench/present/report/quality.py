@@ -12,6 +12,7 @@ import xarray as xr
 
 from fwbench.analysis.machine import MACHINE, MACHINE_RHO, OWN, SLOW_PROCESS
 from fwbench.io.dims import STATUS_OK
+from fwbench.io.variables import V
 from fwbench.present.figure_data import cell_name, cells_where, variants
 from fwbench.present.format import MISSING, fixed
 from fwbench.present.report.context import ReportContext, SystemPart
@@ -61,7 +62,7 @@ def _variant_row(stats: xr.Dataset, framework: str, mode: str) -> list[Any]:
         found = cell[name].values[ok] if name in cell else np.full(int(ok.sum()), np.nan)
         return found.astype(float)
 
-    factor = values("canary_factor")
+    factor = values(V.canary_factor)
     on_cpu = values("on_cpu_median")
     noise = cell["noise"].values[ok] if "noise" in cell else np.array([])
     sigma = _median(values("process_sigma"))
@@ -136,7 +137,7 @@ def _noisy_cells(stats: xr.Dataset) -> str:
 
 def quality_section(context: ReportContext, part: SystemPart) -> str:
     stats = part.stats
-    if "canary_factor" not in stats:
+    if V.canary_factor not in stats:
         return ""
     rows = [_variant_row(stats, framework, mode) for framework, mode in variants(stats)]
     attrs = stats.attrs

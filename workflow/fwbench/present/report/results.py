@@ -3,20 +3,21 @@ batch, and the statistics tables (latency, compile speedup, efficiency, winners)
 
 from __future__ import annotations
 
+from fwbench.io.variables import V
 from fwbench.present.figure_data import FigureInputs
 from fwbench.present.format import MISSING, latency_us, ratio, significant
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.report.markdown import embedded_tables, link
 from fwbench.present.tables import markdown_table
 
-RESULT_TABLES = ("latency", "compile_speedup", "efficiency", "winners")
+RESULT_TABLES = ("latency", "compile_speedup", V.efficiency, "winners")
 # The order and titles of the figures the report shows; a figure not listed comes last.
 FIGURE_TITLES = {
     "hardware": "Hardware limits: GEMM peaks and STREAM bandwidth",
     "roofline": "Roofline per batch",
     "latency": "Latency at the table batch",
     "speedup": "Compile speedup",
-    "efficiency": "Roofline efficiency",
+    V.efficiency: "Roofline efficiency",
     "scaling": "Batch scaling",
     "stability": "Measurement stability",
     "startup": "Start-up: time to first answer",
