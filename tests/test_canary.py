@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from fwbench.host.harness import time_calls
+from fwbench.io.hardware_file import record_from_document
 from fwbench.measure.speed import Baseline, SpeedThresholds, baseline_for, read_speed
 from fwbench.memory import canary
 from fwbench.memory.canary import CanaryWork, level_for
@@ -65,9 +66,12 @@ def test_a_cell_takes_the_smallest_level_its_working_set_fits_in(document):
     assert level_for(works, 200_000).level == "L2"
     assert level_for(works, 1e9).level == "DRAM"
     assert level_for(works, math.nan).level == "DRAM"
-    found = baseline_for({"canary": document}, 200_000, "hw.json")
-    assert found.work.level == "L2" and found.chain_s > 0 and found.source == "hw.json"
-    assert baseline_for({}, 1000, "old.json") is None
+    found = baseline_for(record_from_document({"canary": document}, "hw.json"), 200_000)
+    assert found.work.level == "L2" and found.source == "hw.json"
+    assert found.chain_s == document["levels"]["L2"]["chain_s"]["median"]
+    assert found.read_s == document["levels"]["L2"]["read_s"]["median"]
+    assert baseline_for(record_from_document({}, "old.json"), 1000) is None
+    assert baseline_for(None, 1000) is None
 
 
 def test_the_canary_walks_a_buffer_slice_by_slice_when_one_pass_is_too_long():

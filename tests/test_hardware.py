@@ -1,9 +1,12 @@
-"""The hardware stage: identity, STREAM's counting and checking, peaks, ridge, the JSON."""
+"""The hardware stage: identity, STREAM's counting and checking, peaks, ridge, the JSON; and the
+file's one reading (fwbench.io.hardware_file.HardwareRecord) that the roofline, figures and report
+share."""
 
 from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -11,15 +14,28 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import xarray as xr
 
+from fwbench.analysis.roofline import (
+    levels_from_json,
+    levels_to_json,
+    limits_from_record,
+    read_hardware_limits,
+    roofline,
+)
 from fwbench.hardware import characterize, theory, workers
 from fwbench.host import identity
+from fwbench.io.hardware_file import read_hardware_record, record_from_document, write_hardware
 from fwbench.memory import levels, stream
+from fwbench.present.plots_hardware import draw_hardware
+from fwbench.present.report.hardware import hardware_section
 
 from conftest import REPO
+from synthetic import MEMORY_LEVELS, TRIAD_BPS, hardware_document
 
 SCRIPT = REPO / "workflow" / "scripts" / "hardware.py"
 PEAKS = REPO / "resources" / "peaks.yaml"
@@ -636,3 +652,105 @@ def _check_memory_and_clock(result: dict, cpu: dict) -> None:
     ridge = result["ridge"]["per_dtype"]["float32"]["measured_flop_per_byte_per_level"]
     best = result["compute"]["dtypes"]["float32"]["best_flops_per_s"]
     assert ridge == {n: pytest.approx(best / v["bandwidth_Bps"]) for n, v in measured.items()}
+
+
+# --- the hardware file's one reading: the record every reader takes -----------------------------
+
+
+def _with_levels(**bandwidths: float | None) -> dict:
+    """The synthetic hardware document with some sweep levels' plateaus replaced (None: the
+    sweep had no point on it, as fwbench.memory.levels.plateaus writes it)."""
+    document = hardware_document()
+    for name, bandwidth in bandwidths.items():
+        entry = document["memory"]["levels"][name]
+        entry |= {"bandwidth_Bps": bandwidth, "roof_kernel": "read" if bandwidth else None}
+        if bandwidth is None:
+            entry["problem"] = "no sweep point between 2.62e+05 and 1.68e+06 bytes"
+    return document
+
+
+def test_a_level_the_sweep_missed_is_one_filled_roof_for_the_roofline_figures_and_report(
+    tmp_path,
+):
+    path = tmp_path / "hw.json"
+    write_hardware(_with_levels(L2=None), path)
+    limits, record = read_hardware_limits(path), read_hardware_record(path)
+    (roof,) = [level for level in limits.levels if level.name == "L2"]
+    (shown,) = [level for level in record.levels if level.name == "L2"]
+    l1_Bps = MEMORY_LEVELS["L1"][1]
+    assert roof == shown and roof.filled_from == "L1" and roof.bandwidth_Bps == l1_Bps
+    assert roof.capacity_bytes == MEMORY_LEVELS["L2"][0]
+    # a cell whose working set fits in L2 is held against L1's bandwidth, not L3's slower one
+    cell = roofline([1.0], [1e6], [1e6], [1e-4], limits)
+    assert cell.memory_level.tolist() == ["L2"]
+    assert cell.lower_bound_s[0] == pytest.approx(1e6 / l1_Bps)
+    # stats.nc carries the same level (the roofline figure draws it from there) ...
+    assert levels_from_json(levels_to_json(limits.levels)) == record.levels
+    # ... the report's hardware table shows it, marked as filled ...
+    stats = xr.Dataset(attrs={"roofline": limits.describe()})
+    section = hardware_section(None, SimpleNamespace(hardware=record, stats=stats))
+    assert f"| L2 bandwidth (GB/s) | {l1_Bps / 1e9:.1f} (filled from L1) |" in section
+    assert "L2: no sweep point between" in section
+    # ... and the hardware figure's note names it
+    figure = draw_hardware(SimpleNamespace(hardware=record))
+    notes = " ".join(text.get_text() for text in figure.texts).replace("\n", " ")
+    assert "L2: no plateau of its own" in notes and f"L1's {l1_Bps / 1e9:.1f} GB/s" in notes
+
+
+def test_a_level_above_a_filled_one_takes_the_measured_level_below_both():
+    record = record_from_document(_with_levels(L2=None, L3=None), "hw.json")
+    names = [(level.name, level.bandwidth_Bps, level.filled_from) for level in record.levels]
+    l1_Bps = MEMORY_LEVELS["L1"][1]
+    assert names[:3] == [("L1", l1_Bps, ""), ("L2", l1_Bps, "L1"), ("L3", l1_Bps, "L1")]
+    assert record.levels[2].kernel == "L1's triad: no plateau of its own"
+
+
+@pytest.mark.parametrize(
+    ("sweep_Bps", "stream_Bps", "dram_Bps", "kernel"),
+    [
+        (2.5e10, 2.9e10, 2.9e10, "STREAM triad"),  # the sweep's plateau undershot
+        (3.5e10, 2.9e10, 3.5e10, "read"),  # STREAM undershot
+        (None, 2.9e10, 2.9e10, "STREAM triad"),  # the sweep never reached DRAM
+        (3.5e10, None, 3.5e10, "read"),  # no STREAM measurement
+    ],
+)
+def test_dram_is_the_faster_of_the_sweeps_plateau_and_streams_triad_naming_which(
+    sweep_Bps, stream_Bps, dram_Bps, kernel
+):
+    document = _with_levels(DRAM=sweep_Bps)
+    document["bandwidth"]["kernels"]["triad"]["best_bandwidth_Bps"] = stream_Bps
+    record = record_from_document(document, "hw.json")
+    limits = limits_from_record(record)
+    dram = record.levels[-1]
+    assert (dram.name, dram.capacity_bytes, dram.bandwidth_Bps, dram.kernel) == (
+        "DRAM",
+        math.inf,
+        dram_Bps,
+        kernel,
+    )
+    assert limits.levels == record.levels and not dram.filled_from
+    # the DRAM-roof efficiency (comparable to earlier runs) stays against STREAM's triad alone
+    if stream_Bps:
+        assert limits.bandwidth_Bps == stream_Bps and limits.problems == ()
+    else:
+        assert math.isnan(limits.bandwidth_Bps)
+        assert limits.problems == ("bandwidth.kernels.triad.best_bandwidth_Bps is null in hw.json",)
+
+
+def test_a_complete_file_keeps_every_plateau_the_sweep_measured():
+    record = record_from_document(hardware_document(), "hw.json")
+    assert [(lv.name, lv.bandwidth_Bps, lv.kernel) for lv in record.levels] == [
+        (name, bandwidth, kernel) for name, (_, bandwidth, kernel) in MEMORY_LEVELS.items()
+    ]
+    assert not any(level.filled_from for level in record.levels) and record.levels_note == ""
+    assert limits_from_record(record).levels == record.levels
+
+
+def test_without_a_sweep_dram_is_streams_triad_alone_and_the_record_says_why():
+    document = hardware_document()
+    document["memory"] = {"error": "cache sizes unknown: no working-set sweep"}
+    record = record_from_document(document, "hw.json")
+    assert [(lv.name, lv.bandwidth_Bps, lv.kernel) for lv in record.levels] == [
+        ("DRAM", TRIAD_BPS, "STREAM triad")
+    ]
+    assert record.levels_note == "DRAM only: cache sizes unknown: no working-set sweep"

@@ -1,11 +1,12 @@
 """The roofline: the hardware's measured limits and how close each cell comes to them.
 
-The limits come from the hardware stage's JSON (results/hardware/<system>.json): the
-measured float32 GEMM peak, the STREAM triad bandwidth (the DRAM roof, as the first pipeline
-drew it) and, from schema version 2 on, one bandwidth per memory level (L1, L2, L3, DRAM) read
-off the working-set sweep. The keys it is read by are in HARDWARE_KEYS and MEMORY_LEVELS_KEY.
-A limit the file does not have (missing key, or null) leaves the metrics NaN and says why in
-`HardwareLimits.problems`; a value that is present but not a positive number raises, naming it.
+The limits are the hardware file's record (fwbench.io.hardware_file.HardwareRecord, the one
+reading of results/hardware/<system>.json that the figures, the report and the speed canary
+share): the measured float32 GEMM peak, the STREAM triad bandwidth (the DRAM roof, as the first
+pipeline drew it) and the record's memory levels (L1, L2, L3, DRAM), by the record's one rule
+for a level the working-set sweep did not resolve and for DRAM. A limit the file does not have
+(missing key, or null) leaves the metrics NaN and says why in `HardwareLimits.problems`; a value
+that is present but not a positive number raises, naming it.
 
 Per cell: arithmetic intensity = FLOPs / bytes, achieved FLOP/s = FLOPs / median latency.
 Two lower bounds, each max(FLOPs / peak, bytes / bandwidth):
@@ -28,18 +29,18 @@ from typing import Any
 
 import numpy as np
 
-from fwbench.io.hardware_file import read_hardware
+from fwbench.io.hardware_file import (
+    STREAM_TRIAD,
+    HardwareRecord,
+    MemoryLevel,  # the record's memory level is the roofline's roof
+    peak_path,
+    read_hardware_record,
+    record_from_document,
+    stream_path,
+)
 from fwbench.io.variables import V
 
-# Where each limit sits in the hardware JSON, as key paths.
-HARDWARE_KEYS: dict[str, tuple[str, ...]] = {
-    "peak_flops_per_s": ("compute", "dtypes", "float32", "best_flops_per_s"),
-    "bandwidth_Bps": ("bandwidth", "kernels", "triad", "best_bandwidth_Bps"),
-    "ridge_flop_per_byte": ("ridge", "per_dtype", "float32", "measured_flop_per_byte"),
-    "bf16_peak_flops_per_s": ("compute", "dtypes", "bfloat16", "best_flops_per_s"),
-}
-OPTIONAL_KEYS = ("ridge_flop_per_byte", "bf16_peak_flops_per_s")  # drawn or cross-checked only
-MEMORY_LEVELS_KEY = ("memory", "levels")
+ROOF_DTYPE = "float32"  # the models run in float32
 DRAM = "DRAM"
 INVALID_FAST = "invalid_fast"
 # The per-cell numbers of RooflineMetrics that stats.nc keeps.
@@ -53,20 +54,9 @@ ROOFLINE_VARIABLES = (
 )
 
 
-@dataclass(frozen=True)
-class MemoryLevel:
-    """One roof of the hierarchy: data that fits in `capacity_bytes` streams at `bandwidth_Bps`
-    (the fastest sweep kernel there, `kernel`)."""
-
-    name: str
-    capacity_bytes: float  # math.inf for DRAM
-    bandwidth_Bps: float
-    kernel: str
-
-
 def dram_only(stream_triad_Bps: float) -> tuple[MemoryLevel, ...]:
-    """The hierarchy when nothing but STREAM's triad is known (no sweep, or an older file)."""
-    return (MemoryLevel(DRAM, math.inf, stream_triad_Bps, "STREAM triad"),)
+    """The hierarchy when nothing but STREAM's triad is known (limits built by hand)."""
+    return (MemoryLevel(DRAM, math.inf, stream_triad_Bps, STREAM_TRIAD),)
 
 
 @dataclass(frozen=True)
@@ -114,85 +104,39 @@ def no_hardware_limits(reason: str) -> HardwareLimits:
     return HardwareLimits(math.nan, math.nan, source="none", problems=(reason,))
 
 
-def _lookup(document: dict[str, Any], keys: tuple[str, ...], source: str) -> tuple[float, str]:
-    """The positive number at `keys`, or NaN and why it is not there."""
-    value: Any = document
-    for depth, key in enumerate(keys):
-        if not isinstance(value, dict) or key not in value:
-            return math.nan, f"{'.'.join(keys[: depth + 1])} is missing in {source}"
-        value = value[key]
-    name = ".".join(keys)
-    if value is None:
-        return math.nan, f"{name} is null in {source}"
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ValueError(f"{name} in {source} must be a positive number, got {value!r}")
-    return float(value), ""
+def limits_from_record(record: HardwareRecord) -> HardwareLimits:
+    """The roofline's limits in a hardware file's record."""
+    peak = record.peaks.get(ROOF_DTYPE)
+    bf16 = record.peaks.get("bfloat16")
+    required = (peak_path(ROOF_DTYPE), stream_path("triad"))
+    return HardwareLimits(
+        _or_nan(peak and peak.measured_flops_per_s),
+        _or_nan(record.stream_Bps.get("triad")),
+        source=record.source,
+        problems=tuple(record.missing[path] for path in required if path in record.missing),
+        reported_ridge_flop_per_byte=_or_nan(peak and peak.measured_ridge),
+        bf16_peak_flops_per_s=_or_nan(bf16 and bf16.measured_flops_per_s),
+        levels=record.levels,
+        levels_note=record.levels_note,
+        node=dict(record.node),
+    )
 
 
-def _memory_levels(
-    document: dict[str, Any], stream_triad_Bps: float, source: str
-) -> tuple[tuple[MemoryLevel, ...], str]:
-    """The hierarchy's roofs, smallest level first; DRAM is the faster of the sweep's DRAM
-    roof and STREAM's triad (two measurements of it). Without a sweep, DRAM alone."""
-    found: Any = document
-    for key in MEMORY_LEVELS_KEY:
-        found = found.get(key) if isinstance(found, dict) else None
-    dram_alone = dram_only(stream_triad_Bps)
-    if not found:
-        reason = (document.get("memory") or {}).get("error") or "no working-set sweep"
-        return (dram_alone if stream_triad_Bps > 0 else ()), f"DRAM only: {reason}"
-    levels, notes = [], []
-    for name, entry in found.items():
-        bandwidth, problem = _lookup(entry, ("bandwidth_Bps",), f"{source} memory.levels.{name}")
-        if problem:
-            notes.append(f"{name}: {entry.get('problem') or problem}")
-            if levels and name != DRAM:
-                # Bounding its cells by the next level up would be too slow a roof (a correct
-                # cell would look impossible); the level below's bandwidth stays a true bound.
-                below = levels[-1]
-                kernel = f"{below.name}'s {below.kernel}: no plateau of its own"
-                levels.append(
-                    MemoryLevel(name, float(entry["capacity_bytes"]), below.bandwidth_Bps, kernel)
-                )
-            continue
-        kernel = str(entry.get("roof_kernel"))
-        if name == DRAM:
-            if stream_triad_Bps > bandwidth:
-                bandwidth, kernel = stream_triad_Bps, "STREAM triad"
-            levels.append(MemoryLevel(DRAM, math.inf, bandwidth, kernel))
-        else:
-            levels.append(MemoryLevel(name, float(entry["capacity_bytes"]), bandwidth, kernel))
-    if not any(level.name == DRAM for level in levels) and stream_triad_Bps > 0:
-        levels += dram_alone
-    return tuple(levels), "; ".join(notes)
+def _or_nan(value: float | None) -> float:
+    return math.nan if value is None else float(value)
 
 
 def limits_from_document(document: dict[str, Any], source: str) -> HardwareLimits:
     """The limits in a parsed hardware JSON document."""
-    values, problems = {}, []
-    for name, keys in HARDWARE_KEYS.items():
-        values[name], problem = _lookup(document, keys, source)
-        if problem and name not in OPTIONAL_KEYS:
-            problems.append(problem)
-    levels, levels_note = _memory_levels(document, values["bandwidth_Bps"], source)
-    return HardwareLimits(
-        values["peak_flops_per_s"],
-        values["bandwidth_Bps"],
-        source=source,
-        problems=tuple(problems),
-        reported_ridge_flop_per_byte=values["ridge_flop_per_byte"],
-        bf16_peak_flops_per_s=values["bf16_peak_flops_per_s"],
-        levels=levels,
-        levels_note=levels_note,
-        node={key: str(value) for key, value in (document.get("node") or {}).items()},
-    )
+    return limits_from_record(record_from_document(document, source))
 
 
 def read_hardware_limits(path: str | os.PathLike | None) -> HardwareLimits:
     """The limits in the hardware file at `path`; None means no hardware file is available."""
-    if path is None:
+    record = read_hardware_record(path)
+    if record is None:
         return no_hardware_limits("no hardware file was given")
-    return limits_from_document(read_hardware(path), str(path))
+    return limits_from_record(record)
 
 
 @dataclass
@@ -222,10 +166,21 @@ def levels_to_json(levels: tuple[MemoryLevel, ...]) -> str:
 
 
 def levels_from_json(text: str) -> tuple[MemoryLevel, ...]:
+    """The levels `levels_to_json` wrote (those of older statistics lack the later fields)."""
     return tuple(
-        MemoryLevel(**(entry | {"capacity_bytes": entry["capacity_bytes"] or math.inf}))
+        MemoryLevel(
+            **(
+                entry
+                | {"capacity_bytes": entry["capacity_bytes"] or math.inf}
+                | {"working_set_bytes": _pair(entry.get("working_set_bytes"))}
+            )
+        )
         for entry in json.loads(text or "[]")
     )
+
+
+def _pair(value: list[float] | None) -> tuple[float, float] | None:
+    return (float(value[0]), float(value[1])) if value else None
 
 
 def level_bandwidths(

@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from fwbench.host.harness import Timing
 from fwbench.io.cell_file import Cell
-from fwbench.io.hardware_file import read_hardware
+from fwbench.io.hardware_file import HardwareRecord, read_hardware_record
 from fwbench.io.variables import V
-from fwbench.memory.canary import Canary, CanaryWork, level_for, works_from_baseline
+from fwbench.memory.canary import Canary, CanaryWork, level_for
 from fwbench.plan.request import CellRequest
 
 
@@ -65,16 +64,14 @@ class SpeedReading:
     slow_machine: bool
 
 
-def baseline_for(
-    hardware: dict[str, Any] | None, working_set_bytes: float, source: str
-) -> Baseline | None:
-    """The baseline of the level the cell's working set fits in; None without one."""
-    section = (hardware or {}).get("canary") or {}
-    if not section.get("levels"):
+def baseline_for(hardware: HardwareRecord | None, working_set_bytes: float) -> Baseline | None:
+    """The baseline of the level the cell's working set fits in, from the hardware file's
+    record; None without one."""
+    if hardware is None or not hardware.canary:
         return None
-    work = level_for(works_from_baseline(section), working_set_bytes)
-    entry = section["levels"][work.level]
-    return Baseline(work, entry["chain_s"]["median"], entry["read_s"]["median"], source)
+    works = [level.work for level in hardware.canary]
+    level = hardware.canary[works.index(level_for(works, working_set_bytes))]
+    return Baseline(level.work, level.chain_median_s, level.read_median_s, hardware.source)
 
 
 def read_speed(
@@ -117,8 +114,8 @@ class CellCanary:
 def cell_canary(request: CellRequest, cell: Cell) -> CellCanary | None:
     """The canary of the cell's memory level (its working set, already in `cell`); None, with
     the reason recorded in the cell, where the hardware file holds no baseline."""
-    hardware = read_hardware(request.hardware) if request.hardware else None
-    baseline = baseline_for(hardware, cell.scalars["working_set_bytes"], str(request.hardware))
+    hardware = read_hardware_record(request.hardware) if request.hardware else None
+    baseline = baseline_for(hardware, cell.scalars["working_set_bytes"])
     if baseline is None:
         cell.attrs["canary"] = (
             "none: no hardware file given"

@@ -1,6 +1,7 @@
 """The hardware figure: what the machine can do, as the hardware file measured it.
 
-hardware    measured GEMM peaks per dtype and STREAM bandwidth, against the theoretical figures
+hardware    measured GEMM peaks per dtype and STREAM bandwidth, against the theoretical figures;
+            its notes name the memory levels the roofline fills (fwbench.io.hardware_file's rule)
 """
 
 from __future__ import annotations
@@ -11,8 +12,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from fwbench.io.hardware_file import STREAM_KERNELS
 from fwbench.present.figure_data import FigureInputs
-from fwbench.present.hardware_summary import STREAM_KERNELS
 from fwbench.present.style import (
     FLAG_COLOR,
     GIGA,
@@ -26,21 +27,21 @@ from fwbench.present.style import (
 
 
 def _draw_gemm(ax: Axes, inputs: FigureInputs) -> None:
-    hardware = inputs.hardware
-    dtypes = [d for d in hardware.dtypes if hardware.gemm_flops_per_s.get(d)]
+    peaks = inputs.hardware.peaks
+    dtypes = [dtype for dtype, peak in peaks.items() if peak.gemm_flops_per_s]
     if not dtypes:
         message_axes(ax, "No GEMM peak was measured.")
         return
     legend: dict[str, object] = {}
     for d, dtype in enumerate(dtypes):
-        rates = hardware.gemm_flops_per_s[dtype]
+        rates = peaks[dtype].gemm_flops_per_s
         offsets, width = group_offsets(len(rates))
         for offset, (framework, rate) in zip(offsets, rates.items(), strict=True):
             color = NEUTRAL_COLOR if framework == "numpy" else framework_color(framework)
             bars = ax.bar(d + offset, rate / GIGA, width, color=color, edgecolor="black", lw=0.5)
             ax.bar_label(bars, fmt="%.0f", fontsize=7, padding=2)
             legend.setdefault(framework, Patch(facecolor=color, edgecolor="black", label=framework))
-        theory = hardware.theoretical_flops_per_s.get(dtype)
+        theory = peaks[dtype].theoretical_flops_per_s
         if theory:
             ax.hlines(theory / GIGA, d - 0.45, d + 0.45, colors="black", linestyles="--")
             ax.annotate(
@@ -97,7 +98,17 @@ def draw_hardware(inputs: FigureInputs) -> Figure:
     figure.suptitle(f"Hardware limits measured on {hardware.host} ({hardware.device_name})")
     _draw_gemm(gemm_ax, inputs)
     _draw_stream(stream_ax, inputs)
-    notes = [f"{dtype}: not measured ({why})." for dtype, why in hardware.skipped.items()]
+    notes = [
+        f"{dtype}: not measured ({peak.skipped})."
+        for dtype, peak in hardware.peaks.items()
+        if peak.skipped
+    ]
+    notes += [
+        f"{level.name}: no plateau of its own in the working-set sweep; the roofline takes "
+        f"{level.filled_from}'s {level.bandwidth_Bps / GIGA:.1f} GB/s."
+        for level in hardware.levels
+        if level.filled_from
+    ]
     if hardware.theoretical_bandwidth_Bps is None:
         notes.append(f"Theoretical bandwidth: {hardware.theoretical_bandwidth_source}.")
     add_note(figure, [*notes, *hardware.notes])

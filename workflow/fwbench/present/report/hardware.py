@@ -1,8 +1,10 @@
-"""A system's hardware: measured and theoretical peaks, STREAM, the memory levels' bandwidths,
-the clock and ridges, from its hardware summary, and the roofline its efficiencies used."""
+"""A system's hardware: measured and theoretical peaks, STREAM, the memory levels' bandwidths
+(a level the roofline filled from the level below marked so), the clock and ridges, from its
+hardware file's record (fwbench.io.hardware_file), and the roofline its efficiencies used."""
 
 from __future__ import annotations
 
+from fwbench.io.hardware_file import HardwareRecord, MemoryLevel
 from fwbench.present.format import MISSING, fixed, significant
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.tables import markdown_table
@@ -13,17 +15,7 @@ def hardware_section(context: ReportContext, part: SystemPart) -> str:
     text = "## Hardware\n\n"
     if hardware is None:
         return text + "No hardware file was given: no measured limits.\n"
-    rows = []
-    for dtype in hardware.dtypes:
-        measured = hardware.measured_flops_per_s.get(dtype)
-        theory = hardware.theoretical_flops_per_s.get(dtype)
-        if measured is None and theory is None and dtype not in hardware.skipped:
-            continue
-        by = f" ({hardware.measured_by[dtype]})" if hardware.measured_by.get(dtype) else ""
-        share = significant(measured / theory, 2) if measured and theory else MISSING
-        source = hardware.skipped.get(dtype) or hardware.theoretical_flops_source.get(dtype, "")
-        measured_text = fixed(measured, 1e-9) + by
-        rows.append([f"peak {dtype} (GFLOP/s)", measured_text, fixed(theory, 1e-9), share, source])
+    rows = _peak_rows(hardware)
     for kernel, rate in hardware.stream_Bps.items():
         theory = hardware.theoretical_bandwidth_Bps
         note = hardware.theoretical_bandwidth_source if kernel == "triad" else ""
@@ -31,28 +23,20 @@ def hardware_section(context: ReportContext, part: SystemPart) -> str:
         rows.append(
             [f"STREAM {kernel} (GB/s)", fixed(rate, 1e-9), fixed(theory, 1e-9), share, note]
         )
-    for name, level in hardware.memory_levels.items():
-        low_high = level["working_set_bytes"]
-        taken = (
-            f"{level['roof_kernel']}, working sets {_bytes(low_high[0])}–{_bytes(low_high[1])}"
-            if low_high
-            else str(level["roof_kernel"])
-        )
-        rows.append(
-            [f"{name} bandwidth (GB/s)", fixed(level["bandwidth_Bps"], 1e-9), "", "", taken]
-        )
+    rows += [_level_row(level) for level in hardware.levels]
     if hardware.clock_hz:
         rows.append(["clock under load (GHz)", fixed(hardware.clock_hz, 1e-9, 2), "", "", ""])
-    for dtype, ridge in hardware.measured_ridge.items():
-        theory = hardware.theoretical_ridge.get(dtype)
-        rows.append(
-            [f"ridge {dtype} (FLOP/B)", fixed(ridge, digits=2), fixed(theory, digits=2), "", ""]
-        )
+    for dtype, peak in hardware.peaks.items():
+        measured, theory = peak.measured_ridge, peak.theoretical_ridge
+        if measured is not None or theory is not None:
+            ridge = [fixed(measured, digits=2), fixed(theory, digits=2)]
+            rows.append([f"ridge {dtype} (FLOP/B)", *ridge, "", ""])
     table = markdown_table(
         ["quantity", "measured", "theoretical", "measured ÷ theoretical", "theoretical from"], rows
     )
     threads = hardware.threads if hardware.threads is not None else MISSING
-    notes = "".join(f"- {note}\n" for note in hardware.notes)
+    levels_note = [f"memory levels: {hardware.levels_note}"] if hardware.levels_note else []
+    notes = "".join(f"- {note}\n" for note in [*hardware.notes, *levels_note])
     runner = hardware.stream_runner or MISSING
     return (
         text
@@ -62,6 +46,33 @@ def hardware_section(context: ReportContext, part: SystemPart) -> str:
         + f"\nRoofline used for the efficiencies: {stats.attrs.get('roofline', MISSING)}.\n"
         + (f"\n{notes}" if notes else "")
     )
+
+
+def _peak_rows(hardware: HardwareRecord) -> list[list[str]]:
+    """Per dtype with a figure: measured (by which framework), theoretical, their ratio, and
+    where the theoretical figure comes from (or why the dtype was skipped)."""
+    rows = []
+    for dtype, peak in hardware.peaks.items():
+        measured, theory = peak.measured_flops_per_s, peak.theoretical_flops_per_s
+        if measured is None and theory is None and not peak.skipped:
+            continue
+        by = f" ({peak.measured_by})" if peak.measured_by else ""
+        share = significant(measured / theory, 2) if measured and theory else MISSING
+        figures = [fixed(measured, 1e-9) + by, fixed(theory, 1e-9), share]
+        rows.append([f"peak {dtype} (GFLOP/s)", *figures, peak.skipped or peak.theoretical_source])
+    return rows
+
+
+def _level_row(level: MemoryLevel) -> list[str]:
+    """A memory level's roof as the roofline takes it; a filled level says so and from where."""
+    measured = fixed(level.bandwidth_Bps, 1e-9)
+    if level.filled_from:
+        measured += f" (filled from {level.filled_from})"
+    taken = level.kernel
+    if level.working_set_bytes:
+        low, high = level.working_set_bytes
+        taken += f", working sets {_bytes(low)}–{_bytes(high)}"
+    return [f"{level.name} bandwidth (GB/s)", measured, "", "", taken]
 
 
 def _bytes(count: float) -> str:
