@@ -39,8 +39,7 @@ from fwbench.present.report.training import training_section
 
 def render(context: ReportContext) -> str:
     """The report's Markdown from its context."""
-    sections = [header_section(context), verdict_line(context)]
-    sections += [findings_section(context, part) for part in context.parts]
+    sections = opening(context)
     sections.append(systems_section(context))
     sections += [system_part(context, part) for part in context.parts]
     sections += [
@@ -50,6 +49,13 @@ def render(context: ReportContext) -> str:
         footer_section(context),
     ]
     return "\n".join(section for section in sections if section)
+
+
+def opening(context: ReportContext) -> list[str]:
+    """The report's first sections, which the HTML report's findings page shows too
+    (`html_page`): the header, the cross-checks' verdict, each system's findings."""
+    sections = [header_section(context), verdict_line(context)]
+    return sections + [findings_section(context, part) for part in context.parts]
 
 
 def system_part(context: ReportContext, part: SystemPart) -> str:
