@@ -21,11 +21,12 @@ from fwbench.analysis.stats import StatsSettings, summarize, write_outputs
 from fwbench.io.bench_file import write_bench
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.dims import STATUS_FAILED
+from fwbench.io.stats_file import StatsView
 from fwbench.io.train_file import RunRecord
 from fwbench.model.cost import cost
 from fwbench.model.specs import build_spec
 from fwbench.present.tables import TABLES, write_tables
-from fwbench.training.summary import stack_runs
+from fwbench.training.summary import run_totals, stack_runs
 
 MODES = {"torch": ("eager", "compiled"), "jax": ("eager", "jit"), "tensorflow": ("eager", "xla")}
 ARCHS = {"mlp": {"input": 64, "hidden": [32], "classes": 10}, "lstm": {"input": 8, "hidden": 16}}
@@ -176,7 +177,8 @@ def training_runs(tmp_path: Path) -> Path:
         record.attrs |= {"dataset": "digits", "status": status}
         runs.append(record.to_dataset())
     path = tmp_path / "train.nc"
-    stack_runs(runs).to_netcdf(path, engine="h5netcdf")
+    stacked = stack_runs(runs)
+    stacked.assign(run_totals(stacked)).to_netcdf(path, engine="h5netcdf")
     return path
 
 
@@ -213,7 +215,7 @@ def synthetic_results(root: Path) -> SyntheticResults:
     tables = {name: out / "tables" / f"{name}.md" for name in TABLES}
     tables["latency"] = out / "tables" / "latency_b32.md"
     write_outputs(summary, out / "stats.nc", out / "stats.csv")
-    write_tables(summary, tables)
+    write_tables(StatsView(summary), tables)
     return SyntheticResults(
         root, bench_path, out / "stats.nc", out / "stats.csv", out / "tables", hardware_path
     )

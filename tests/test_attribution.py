@@ -324,7 +324,7 @@ def test_a_failing_pass_is_recorded_and_the_cell_keeps_its_timing(fake, monkeypa
 # ---- through the aggregate and the statistics into the table and figure ------------------
 
 
-def _stats_of(tmp_path):
+def _stats_of(tmp_path, **eager_scalars):
     from fwbench.analysis.roofline import HardwareLimits
     from fwbench.analysis.stats import StatsSettings, summarize
     from fwbench.io.cell_file import Cell
@@ -333,7 +333,7 @@ def _stats_of(tmp_path):
 
     cells = []
     for mode, attrs, scalars in (
-        ("eager", {"attribution": "aten ops"}, ATTRIBUTED),
+        ("eager", {"attribution": "aten ops"}, ATTRIBUTED | eager_scalars),
         ("onnxrt", {"attribution": "not measured: onnxrt cells have no pass yet"}, {}),
     ):
         cell = Cell("torch", mode, "mlp", 1, repeats=10)
@@ -362,6 +362,7 @@ def test_the_statistics_split_each_attributed_median_into_its_parts(tmp_path):
 
 
 def test_the_table_and_figure_show_the_parts_and_name_the_cells_without(tmp_path):
+    from fwbench.io.stats_file import StatsView
     from fwbench.present.attribution import (
         attribution_table,
         draw_attribution,
@@ -369,11 +370,11 @@ def test_the_table_and_figure_show_the_parts_and_name_the_cells_without(tmp_path
     )
     from fwbench.present.figure_data import FigureInputs
 
-    stats = _stats_of(tmp_path)
-    row = next(line for line in attribution_table(stats, 1).splitlines() if "torch/eager" in line)
+    view = StatsView(_stats_of(tmp_path))
+    row = next(line for line in attribution_table(view, 1).splitlines() if "torch/eager" in line)
     assert "| 100.0 |" in row and "| 20.0 |" in row and "| 50.0 |" in row and "the rest" in row
-    assert unattributed(stats, 1) == [("torch/onnxrt", "not measured")]
-    figure = draw_attribution(FigureInputs(stats, table_batch=1))
+    assert unattributed(view, 1) == [("torch/onnxrt", "not measured")]
+    figure = draw_attribution(FigureInputs(view))
     assert len([p for ax in figure.axes for p in ax.patches]) == 4  # one cell, four parts
 
 
@@ -424,29 +425,25 @@ def test_a_recurrent_cells_parts_are_also_given_per_step_and_others_have_none():
 
 
 def test_the_step_table_shows_recurrent_cells_only(tmp_path):
+    from fwbench.io.stats_file import StatsView
     from fwbench.present.attribution import step_table
 
-    stats = _stats_of(tmp_path)
-    assert step_table(stats, 1) == ""  # an mlp has no recurrent steps
-    stats["recurrent_steps"].loc[{"framework": "torch", "mode": "eager"}] = 64.0
-    stats["step_s"] = stats["median_s"] / stats["recurrent_steps"]
-    for name, value in (("step_dispatches", 3.0), ("step_dispatch_s", 0.5e-6)):
-        stats[name] = stats["step_s"] * 0 + value
-    for name in ("step_roof_s", "step_alpha_s"):
-        stats[name] = stats["step_s"] * 0 + 0.1e-6
-    row = next(line for line in step_table(stats, 1).splitlines() if "torch/eager" in line)
-    assert "| 64 | 1.56 | 3.00 |" in row  # 100 µs over 64 steps, 3 ops a step
-    assert row.endswith("| 38% |")  # (0.5 + 0.1) / 1.5625
+    assert step_table(StatsView(_stats_of(tmp_path / "mlp")), 1) == ""  # no recurrent steps
+    view = StatsView(_stats_of(tmp_path / "rnn", recurrent_steps=64.0))
+    row = next(line for line in step_table(view, 1).splitlines() if "torch/eager" in line)
+    # 100 µs over 64 steps; 5 dispatches × the 4 µs floor over 64 steps; the roof is 1 ns
+    assert "| 64 | 1.56 | 0.08 | 0.312 | 1.56e-05 | — |" in row  # one batch: no α fit
+    assert row.endswith("| 20% |")  # (0.3125 + 0.0000156) / 1.5625
 
 
 def test_the_closure_note_counts_the_cells_whose_parts_close_and_the_stretch(tmp_path):
+    from fwbench.io.stats_file import StatsView
     from fwbench.present.attribution import closure_note
 
-    stats = _stats_of(tmp_path)
-    stats["attr_stretch"] = stats["attribution_closure"] * 0 + 1.5
-    assert closure_note(stats).startswith("The parts close on the median within 10% in 1 of 1")
-    assert "median 1.50, range 1.50–1.50" in closure_note(stats)
-    assert closure_note(stats.drop_vars("attribution_closure")) == ""
+    view = StatsView(_stats_of(tmp_path, attr_profiled_work_s=150e-6))
+    note = closure_note(view)
+    assert note.startswith("The parts close on the median within 10% in 1 of 1")
+    assert "median 1.50, range 1.50–1.50" in note
 
 
 def test_a_pass_whose_profiler_costs_more_than_the_call_leaves_kernel_time_unresolved(

@@ -9,6 +9,7 @@ import pytest
 from fwbench.analysis.roofline import HardwareLimits
 from fwbench.analysis.stats import StatsSettings, summarize
 from fwbench.io.cell_file import Cell
+from fwbench.io.stats_file import StatsView
 from fwbench.present.report.deployment import (
     latency_table,
     onnx_exporters_table,
@@ -57,14 +58,14 @@ def test_each_path_stands_beside_its_eager_and_best_own_mode(stats):
     assert float(tf_onnx["speedup_vs_best"]) == pytest.approx(300 / 60, rel=0.02)  # eager
     own = stats.sel(framework="torch", mode="compiled", arch="mlp", batch=1)
     assert np.isnan(float(own["speedup_vs_best"]))  # only deployment paths have one
-    table = latency_table(stats)
+    table = latency_table(StatsView(stats))
     torch_row = next(line for line in table.splitlines() if "torch/onnxrt" in line)
     assert "| compiled |" in torch_row and "1.60×" in torch_row and "2.00×" in torch_row
     assert "tensorflow/onnxrt" in table and "torch/compiled" not in table
 
 
 def test_the_onnx_exporters_stand_side_by_side_in_the_one_runtime(stats):
-    table = onnx_exporters_table(stats)
+    table = onnx_exporters_table(StatsView(stats))
     row = next(line for line in table.splitlines() if line.startswith("| mlp"))
     assert "torch/onnxrt" in table and "tensorflow/onnxrt" in table
     assert row.rstrip(" |").endswith("1.20")  # 60 µs / 50 µs

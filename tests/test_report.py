@@ -14,7 +14,7 @@ import xarray as xr
 
 from fwbench.analysis.compare import SAME, SLOWER, CompareSettings, compare, write_csv
 from fwbench.io.cell_file import Cell, write_cell
-from fwbench.io.stats_file import read_stats, write_stats
+from fwbench.io.stats_file import StatsView, read_stats, write_stats
 from fwbench.present.report import ReportInputs, document, load_context, render_report, write_report
 from fwbench.present.report import context as report_context
 from fwbench.present.report.method import _samples_text
@@ -63,7 +63,6 @@ def inputs(results, **extra) -> ReportInputs:
         equivalence=results.root / "checks" / "equivalence.csv",
         flops=results.root / "checks" / "flops.csv",
         figures=sorted((results.root / "figures").glob("*.png")),
-        bench=results.bench,
         settings={"warmup": 7},
     )
     return ReportInputs(**(given | extra))
@@ -131,15 +130,12 @@ def test_a_failed_cell_appears_in_the_failed_section_with_its_message(report):
 
 
 def test_the_method_says_how_many_calls_a_sample_holds_among_ok_cells():
-    stats = xr.Dataset(
-        {
-            "status": ("cell", ["ok", "ok", "failed"]),
-            "calls_per_sample": ("cell", [1.0, 250.0, 9999.0]),
-        }
-    )
-    text = _samples_text(stats, {"min_sample_s": 0.02})
+    stats = xr.Dataset({"calls_per_sample_min": 1.0, "calls_per_sample_max": 250.0})
+    text = _samples_text(StatsView(stats), {"min_sample_s": 0.02})
     assert "mean of as many consecutive calls as last 20 ms" in text
     assert "(1–250 calls per sample across the cells" in text
+    one = xr.Dataset({"calls_per_sample_min": 1.0, "calls_per_sample_max": 1.0})
+    assert _samples_text(StatsView(one), {}) == "Each sample is one call, timed alone."
 
 
 def test_the_method_says_what_ran_compiled_and_names_the_fallback(report):
@@ -183,7 +179,9 @@ def test_a_training_section_appears_with_each_runs_numbers(results, tmp_path):
     training = section(text, "Training")
     # Runs that record no system are the default config's one machine's.
     cells = row(training, "local", "torch", "compiled", "resnet8", "digits")
-    assert cells[5:10] == ["ok", "2.1", "2.9", "9.2", "780"]  # steady, overhead, target, samples/s
+    # steady epoch, overhead, time to target, and samples/s: the median of the steady epochs
+    # (800 and 780), not of every epoch with the first's compilation (780)
+    assert cells[5:10] == ["ok", "2.1", "2.9", "9.2", "790"]
     assert cells[10] == "91"  # the last epoch's validation accuracy, %
     assert row(training, "local", "jax", "jit", "resnet8", "digits")[5] == "failed"
 
@@ -312,7 +310,8 @@ def test_the_last_line_counts_the_rows_of_stats_csv_from_stats_nc(results, repor
 def test_the_context_is_loaded_once_and_every_section_gets_the_same_one(results, monkeypatch):
     reads, seen, loads = [], [], []
     real_load = document.load_context
-    for reader in ("read_stats", "read_bench", "read_netcdf"):
+    assert not hasattr(report_context, "read_bench")  # the report reads no aggregate
+    for reader in ("read_stats", "read_netcdf"):
         real = getattr(report_context, reader)
         spy = lambda p, real=real: reads.append(p) or real(p)  # noqa: E731
         monkeypatch.setattr(report_context, reader, spy)
@@ -328,7 +327,7 @@ def test_the_context_is_loaded_once_and_every_section_gets_the_same_one(results,
     text = render_report(inputs(results), results.root / "r.md")
     assert text.startswith("# fwbench report") and loads == [1]
     assert len(seen) == len(names) and all(context is seen[0] for context in seen)
-    assert sorted(map(str, reads)) == sorted([str(results.stats), str(results.bench)])
+    assert list(map(str, reads)) == [str(results.stats)]
 
 
 def two_systems(results, tmp_path: Path, documents: dict[str, str]) -> ReportInputs:

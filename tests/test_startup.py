@@ -12,8 +12,11 @@ from fwbench.analysis.processes import pool
 from fwbench.analysis.roofline import HardwareLimits
 from fwbench.analysis.stats import StatsSettings, summarize
 from fwbench.io.cell_file import Cell
+from fwbench.io.dims import CellKey
+from fwbench.io.stats_file import StatsView
+from fwbench.io.variables import V
 from fwbench.present.figure_data import FigureInputs
-from fwbench.present.startup import draw_startup, parts_of, startup_table, time_to_first_answer
+from fwbench.present.startup import draw_startup, parts_of, startup_table
 
 from synthetic import aggregate_of
 
@@ -59,14 +62,17 @@ def test_start_up_is_process_zeros_and_the_warm_first_call_the_later_processes(b
 def test_the_table_and_figure_show_each_part_and_the_time_to_first_answer(bench):
     limits = HardwareLimits(1e12, 1e12, source="test")
     stats = summarize(bench, limits, StatsSettings(bootstrap_resamples=100, table_batch=1))
-    cell = ("torch", "onnxrt", "mlp", 1)
-    parts = parts_of(stats, cell)
-    assert time_to_first_answer(parts) == pytest.approx(0.2 + 0.05 + 0.01)  # not the export
-    table = startup_table(stats, 1)
+    view = StatsView(stats)
+    key = CellKey("torch", "onnxrt", "mlp", 1)
+    assert parts_of(view, key)[V.export_s] == 4.0
+    first_answer = view.value(V.first_answer_s, key)
+    assert first_answer == pytest.approx(0.2 + 0.05 + 0.01)  # not the export
+    assert view.value(V.first_answer_warm_s, key) == pytest.approx(0.2 + 0.05 + 0.02)
+    table = startup_table(view, 1)
     onnx_row = next(line for line in table.splitlines() if "torch/onnxrt" in line)
     assert "| 4.000 |" in onnx_row and "| 0.26 | none (runtime) |" in onnx_row
     compiled_row = next(line for line in table.splitlines() if "torch/compiled" in line)
     assert "| 30.000 | 4.000 | 32.10 | TORCHINDUCTOR_CACHE_DIR |" in compiled_row
-    figure = draw_startup(FigureInputs(stats, table_batch=1))
+    figure = draw_startup(FigureInputs(view))
     bars = [patch for ax in figure.axes for patch in ax.patches]
     assert len(bars) == 3 + 4  # compiled: no export part; onnxrt: all four

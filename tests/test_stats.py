@@ -397,10 +397,7 @@ def test_the_rule_script_writes_every_output(tmp_path):
     fake.input = Namedlist(
         fromdict={"bench": str(tmp_path / "bench.nc"), "hardware": [str(tmp_path / "hw.json")]}
     )
-    fake.output = Namedlist(
-        fromdict={k: str(v) for k, v in outputs.items()}
-        | {name: [str(path)] for name, path in tables.items()}  # one per system
-    )
+    fake.output = Namedlist(fromdict={k: str(v) for k, v in outputs.items()})
     fake.params = Namedlist(
         fromdict={
             "stats": {"alpha": 0.01, "table_batch": 1, "bootstrap_resamples": 200},
@@ -410,6 +407,12 @@ def test_the_rule_script_writes_every_output(tmp_path):
     )
     fake.log = Namedlist([str(tmp_path / "stats.log")])
     runpy.run_path(str(REPO / "workflow/scripts/stats.py"), init_globals={"snakemake": fake})
+    table_job = type("Snakemake", (), {})()
+    table_job.input = Namedlist(fromdict={"stats": str(outputs["nc"])})
+    table_job.output = Namedlist(fromdict={name: str(path) for name, path in tables.items()})
+    table_job.wildcards = Namedlist(fromdict={"system": "local"})
+    table_job.log = Namedlist([str(tmp_path / "tables.log")])
+    runpy.run_path(str(REPO / "workflow/scripts/tables.py"), init_globals={"snakemake": table_job})
 
     csv = pd.read_csv(outputs["csv"])
     assert len(csv) == 4 and set(csv["status"]) == {"ok", "failed"}
@@ -528,3 +531,10 @@ def test_the_statistics_do_not_inherit_the_aggregates_file_version(tmp_path):
     assert "schema_version" not in json.loads(stats["system_attrs"].sel(system="local").item())
     write_stats(stats, tmp_path / "stats.nc")
     assert "schema_version" not in one_system(read_stats(tmp_path / "stats.nc"), "local").attrs
+
+
+def test_the_stats_script_imports_nothing_from_present():
+    """The statistics are computed, not rendered: the tables are the tables rule's."""
+    source = (REPO / "workflow/scripts/stats.py").read_text()
+    imported = [line for line in source.splitlines() if line.startswith(("from ", "import "))]
+    assert imported and not [line for line in imported if "fwbench.present" in line]

@@ -9,6 +9,7 @@ from snakemake.utils import validate
 from fwbench import plan as fwplan
 from fwbench.plan import paths
 from fwbench.plan.versions import env_file, versions_source
+from fwbench.present import catalog
 
 fwplan.refuse_moved_keys(config)
 validate(config, schema="../schemas/config.schema.yaml")

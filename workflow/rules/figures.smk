@@ -1,20 +1,9 @@
 # Figures from the statistics and the hardware files only: one set per system, and the
-# systems side by side.
+# systems side by side (the list: fwbench.present.catalog.FIGURES).
 
-TRAINING_FIGURES = ["training_time", "training_curves"]
-
-FIGURES = [
-    "hardware",
-    "roofline",
-    "latency",
-    "speedup",
-    "efficiency",
-    "scaling",
-    "stability",
-    "startup",
-    "attribution",
-]
-SYSTEMS_FIGURES = ["systems"]
+FIGURES = catalog.figure_names(catalog.INFERENCE)
+SYSTEMS_FIGURES = catalog.figure_names(catalog.SYSTEMS)
+TRAINING_FIGURES = catalog.figure_names(catalog.TRAINING)
 
 
 rule figures:
@@ -31,8 +20,6 @@ rule figures:
         timing_slot=1,
     params:
         dpi=150,
-        table_batch=lookup(within=config, dpath="stats/table_batch"),
-        cv_threshold_pct=lookup(within=config, dpath="stats/cv_threshold_pct"),
     script:
         "../scripts/figures.py"
 
@@ -50,7 +37,6 @@ rule figures_systems:
         timing_slot=1,
     params:
         dpi=150,
-        table_batch=lookup(within=config, dpath="stats/table_batch"),
     script:
         "../scripts/figures.py"
 

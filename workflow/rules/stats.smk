@@ -1,5 +1,5 @@
-# Statistics and roofline metrics of every cell against its own system's hardware file;
-# Markdown tables per system.
+# Statistics and roofline metrics of every cell against its own system's hardware file, and
+# each system's Markdown tables from them (the list: fwbench.present.catalog.TABLES).
 
 
 rule stats:
@@ -13,12 +13,6 @@ rule stats:
             caption="../report/stats.rst",
             category="inference",
         ),
-        latency=PLAN.table_files("latency"),
-        compile_speedup=PLAN.table_files("compile_speedup"),
-        efficiency=PLAN.table_files("efficiency"),
-        winners=PLAN.table_files("winners"),
-        failed=PLAN.table_files("failed"),
-        flagged=PLAN.table_files("flagged"),
     log:
         "results/logs/stats/stats.log",
     conda:
@@ -31,3 +25,18 @@ rule stats:
         systems=SYSTEM_NAMES,
     script:
         "../scripts/stats.py"
+
+
+rule tables:
+    input:
+        stats=rules.stats.output.nc,
+    output:
+        **{name: PLAN.table_file(name) for name in catalog.table_names()},
+    log:
+        "results/logs/tables/{system}.log",
+    conda:
+        conda_env("analysis")
+    resources:
+        timing_slot=1,
+    script:
+        "../scripts/tables.py"

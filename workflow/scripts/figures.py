@@ -3,8 +3,8 @@
 input: stats (stats.nc), hardware (JSON; optional), train_stats (optional: the training runs)
 wildcards: system (optional: whose cells and runs to draw; the systems figure draws all)
 output: <name> (PNG, registered in the report) and <name>_svg for each figure drawn, where name
-is one of fwbench.present.figures.INFERENCE_FIGURES, SYSTEMS_FIGURES or TRAINING_FIGURES
-params: dpi (≥ 150), table_batch and cv_threshold_pct (optional: stats.nc's own by default)
+is one of fwbench.present.catalog.FIGURES
+params: dpi (≥ 150)
 """
 
 import logging
@@ -20,8 +20,6 @@ with job_log(sm.log[0]):
         hardware=sm.input.get("hardware"),
         train_stats=sm.input.get("train_stats"),
         dpi=sm.params.get("dpi", 150),
-        table_batch=sm.params.get("table_batch"),
-        cv_threshold_pct=sm.params.get("cv_threshold_pct"),
         system=getattr(sm, "wildcards", {}).get("system"),
     )
     logging.info("drew %s", ", ".join(drawn))

@@ -1,17 +1,19 @@
-"""Snakemake `report` job: results/report.md. All logic lives in fwbench.present.report.
+"""Snakemake `report` job: results/report.md and the HTML report's findings page. All logic
+lives in fwbench.present.report.
 
 input: stats (stats.nc), tables (the tables directory or the table files), hardware (one per
 system; each file names its own), equivalence, flops, figures (list: every system's),
-systems_figures, and optional bench (aggregate/bench.nc: compile details, nodes, versions),
-train_stats and compare (lists that may be empty)
-output: the report (first output)
+systems_figures, and optional train_stats and compare (lists that may be empty); the report
+reads no aggregate: stats.nc carries every number it prints
+output: the report (first output); optional findings (the findings page, HTML)
 params: settings (the config's bench section: warmup, repeats), systems (name → description)
 """
 
 import logging
 
 from fwbench.io.joblog import job_log
-from fwbench.present.report import ReportInputs, write_report
+from fwbench.present.report import ReportInputs
+from fwbench.present.report.html_page import write_pages
 
 sm = snakemake  # noqa: F821 (injected by snakemake)
 
@@ -23,7 +25,7 @@ def listed(name):
 
 with job_log(sm.log[0]):
     tables = sm.input.tables
-    write_report(
+    write_pages(
         ReportInputs(
             stats=sm.input.stats,
             tables=tables if isinstance(tables, str) else list(tables),
@@ -31,7 +33,6 @@ with job_log(sm.log[0]):
             equivalence=sm.input.get("equivalence"),
             flops=sm.input.get("flops"),
             figures=listed("figures"),
-            bench=sm.input.get("bench"),
             train_stats=listed("train_stats"),
             compare=listed("compare"),
             settings=dict(sm.params.get("settings", {})),
@@ -40,5 +41,6 @@ with job_log(sm.log[0]):
             artifacts=listed("artifacts"),
         ),
         sm.output[0],
+        sm.output.get("findings"),
     )
-    logging.info("wrote %s", sm.output[0])
+    logging.info("wrote %s", ", ".join(sm.output))

@@ -1,10 +1,8 @@
-"""Snakemake `stats` job: bench.nc and each system's hardware JSON into stats.nc, stats.csv and
-each system's tables. Statistics: fwbench.analysis.stats (by_system); tables:
-fwbench.present.tables.
+"""Snakemake `stats` job: bench.nc and each system's hardware JSON into stats.nc and stats.csv
+(fwbench.analysis.stats, by_system); the tables are the `tables` rule's.
 
 input: bench, hardware (one file per system, in params.systems' order)
-output: nc, csv, and per table (latency, compile_speedup, efficiency, winners, failed, flagged)
-one path per system, in params.systems' order
+output: nc, csv
 params: stats (the config's stats section), seed, systems
 """
 
@@ -15,8 +13,6 @@ from fwbench.analysis.roofline import read_hardware_limits
 from fwbench.analysis.stats import StatsSettings, write_outputs
 from fwbench.io.bench_file import read_bench
 from fwbench.io.joblog import job_log
-from fwbench.io.per_system import one_system
-from fwbench.present.tables import TABLES, write_tables
 
 sm = snakemake  # noqa: F821 (injected by snakemake)
 with job_log(sm.log[0]):
@@ -29,8 +25,6 @@ with job_log(sm.log[0]):
             logging.warning("roofline of %s: %s", system, problem)
     summary = summarize_systems(read_bench(sm.input.bench), limits, settings)
     write_outputs(summary, sm.output.nc, sm.output.csv)
-    for index, system in enumerate(systems):
-        paths = {name: sm.output[name][index] for name in TABLES}
-        write_tables(one_system(summary, system), paths)
+    for system in systems:
         logging.info("%s: roofline %s", system, limits[system].describe())
     logging.info("statistics of %d systems", len(systems))

@@ -40,6 +40,7 @@ PART_LABELS = {
     "residual_s": "the rest",
 }
 CLOSURE_TOLERANCE = 0.10
+SHARE_OF = {part: part.removesuffix("_s") + "_share" for part in PARTS}
 
 
 def clean_kernel_s(
@@ -172,4 +173,13 @@ def attribution_variables(cells: dict[str, np.ndarray], coords: tuple[list, ...]
     parts |= batch_fit(cells[V.median_s], np.array(coords[3], dtype=float))
     parts |= per_step(parts, cells)
     parts["rest_outside_s"] = rest_outside(parts, cells)
+    parts |= shares(parts, cells[V.median_s])
     return parts | compile_gain(parts, eager_index(list(coords[1])))
+
+
+def shares(parts: dict[str, np.ndarray], median_s: np.ndarray) -> dict[str, np.ndarray]:
+    """Each of the four parts over the median, and a step's dispatch and roof over its time."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        found = {SHARE_OF[part]: parts[part] / median_s for part in PARTS}
+        explained = (parts[V.step_dispatch_s] + parts[V.step_roof_s]) / parts[V.step_s]
+    return found | {V.step_explained_share: explained}

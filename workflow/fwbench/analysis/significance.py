@@ -33,6 +33,21 @@ from scipy import stats
 
 from fwbench.analysis.process_spread import slower_p
 
+# A compared pair's verdict, in every table that reports one (compile speedups today).
+FASTER, SLOWER, UNDETERMINED = "faster", "slower", "undetermined"
+
+
+def speedup_verdicts(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Per speedup (old ÷ new: above 1 is faster) from its CI: FASTER where the CI lies above
+    1, SLOWER where below, UNDETERMINED where it holds 1, '' where there is no CI."""
+    verdicts = np.full(np.shape(low), "", dtype=object)
+    known = np.isfinite(low) & np.isfinite(high)
+    verdicts[known] = UNDETERMINED
+    verdicts[known & (low > 1)] = FASTER
+    verdicts[known & (high < 1)] = SLOWER
+    return verdicts
+
+
 WINNER, TIE, ONLY, NONE = "winner", "tie", "only", "none"
 
 

@@ -122,3 +122,19 @@ def _deployment_speedups(
         for key, value in zip(names, (ratio, low, high), strict=True):
             out[key][f, m, a, b] = value
     return out
+
+
+def best_own_modes(
+    median_s: np.ndarray, coords: tuple[list[str], list[str], list[str], list[int]]
+) -> np.ndarray:
+    """Per export-mode cell that ran, the name of its framework's fastest own mode at the same
+    arch and batch (speedup_vs_best's reference); '' elsewhere."""
+    framework_names, modes = coords[0], coords[1]
+    names = np.full(median_s.shape, "", dtype=object)
+    for f, m, a, b in np.ndindex(*median_s.shape):
+        framework = framework_names[f]
+        if not frameworks.is_export_mode(framework, modes[m]) or math.isnan(median_s[f, m, a, b]):
+            continue
+        best = best_in_framework(framework, modes, median_s[f, :, a, b])
+        names[f, m, a, b] = modes[best] if best is not None else ""
+    return names

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
@@ -40,6 +41,7 @@ from fwbench.analysis.machine import (
     dropped_total,
     slow_processes,
 )
+from fwbench.analysis.over_cells import over_cells
 from fwbench.analysis.process_spread import cell_spreads, spread_cis
 from fwbench.analysis.processes import pool, processes
 from fwbench.analysis.roofline import (
@@ -154,6 +156,9 @@ def _cell_statistics(
     for name in FROM_CELLS:
         cells[name] = np.where(ok, cell_values(bench, name), np.nan)
     cells["compile_overhead_s"] = cells[V.first_call_s] - cells[V.median_s]
+    start = cells[V.import_s] + cells[V.build_s]
+    cells[V.first_answer_s] = start + cells[V.first_call_s]
+    cells[V.first_answer_warm_s] = start + cells[V.first_call_warm_s]
     return cells
 
 
@@ -226,7 +231,9 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     flags = cell_flags(
         bench, cells, metrics.invalid_fast, ok, limits.node, settings.cv_threshold_pct
     )
-    data_vars = cell_variables(bench, cells, text_variables(bench, ok, metrics, flags, cells))
+    data_vars = cell_variables(
+        bench, cells, text_variables(bench, ok, metrics, flags, cells, coords)
+    )
     data_vars |= winner_variables(
         latency,
         ok,
@@ -237,9 +244,25 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
         spreads,
     )
     summary = xr.Dataset(data_vars, coords={d: bench[d].values for d in CELL_DIMS})
-    summary = summary.assign_coords(scope=list(SCOPES))
+    summary = _with_over_cells(summary.assign_coords(scope=list(SCOPES)), ok, settings)
     summary.attrs.update(_summary_attrs(bench, limits, settings, process_count))
     return summary
+
+
+def _with_over_cells(summary: xr.Dataset, ok: np.ndarray, settings: StatsSettings) -> xr.Dataset:
+    """The summary with its table batch (attribute) and the variables over many cells."""
+    batch = table_batch(summary["batch"].values.tolist(), ok, settings.table_batch)
+    summary = summary.assign(over_cells(summary, batch))
+    summary.attrs["table_batch"] = batch
+    return summary
+
+
+def table_batch(batches: list[int], ok: np.ndarray, wanted: int) -> int:
+    """The batch every table, figure and finding shows: `wanted` (stats.table_batch) where a
+    cell ran at it, else the batch nearest to it on a log scale (the larger of two as near)
+    among those where one ran (`ok` over CELL_DIMS; batch last)."""
+    ran = [int(b) for i, b in enumerate(batches) if ok[..., i].any()] or [int(b) for b in batches]
+    return min(ran, key=lambda b: (abs(math.log(b / wanted)), -b))
 
 
 # --- outputs ---------------------------------------------------------------------------------

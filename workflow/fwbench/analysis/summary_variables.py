@@ -12,8 +12,17 @@ import xarray as xr
 from fwbench.analysis.attribution import dominant_part
 from fwbench.analysis.machine import noise_source
 from fwbench.analysis.roofline import RooflineMetrics
+from fwbench.analysis.significance import speedup_verdicts
+from fwbench.analysis.speedups import best_own_modes
 from fwbench.io.dims import CELL_DIMS, STATUS_ABSENT
-from fwbench.io.variables import FROM_AGGREGATE, STATS_NUMBERS, STATS_TEXT_MEANINGS
+from fwbench.io.variables import (
+    BY_NAME,
+    FROM_AGGREGATE,
+    STATS_NUMBERS,
+    STATS_TEXT_MEANINGS,
+    Pool,
+    V,
+)
 
 # The per-cell numbers of stats.nc with their units, and its text with descriptions, in the
 # order stats.csv's columns take them (declared in fwbench.io.variables).
@@ -36,19 +45,28 @@ def text_variables(
     metrics: RooflineMetrics,
     flags: np.ndarray,
     cells: dict[str, np.ndarray],
+    coords: tuple[list, ...],
 ) -> dict[str, np.ndarray]:
-    """The per-cell text of stats.nc (CELL_TEXT), in the order the file holds them."""
+    """The per-cell text of stats.nc (CELL_TEXT), in the order the file holds them: the
+    aggregate's (status, failure text and nodes of every cell, the rest of the cells that ran)
+    and the statistics' own."""
+    computed = {
+        V.bound: metrics.bound,
+        V.memory_level: np.where(ok, metrics.memory_level, "").astype(object),
+        V.noise: noise_source(cells[V.canary_rho], cells[V.slow_machine], ok),
+        V.dominant_part: dominant_part(cells),
+        V.speedup_verdict: speedup_verdicts(cells[V.speedup_ci_low], cells[V.speedup_ci_high]),
+        V.best_own_mode: best_own_modes(cells[V.median_s], coords),
+        V.flags: flags,
+    }
+    every_cell = (Pool.STATUS, Pool.FAILURE_TEXT, Pool.NODES)
     return {
-        "status": cell_values(bench, "status").astype(object),
-        "error_type": cell_values(bench, "error_type").astype(object),
-        "error": cell_values(bench, "error").astype(object),
-        "bound": metrics.bound,
-        "memory_level": np.where(ok, metrics.memory_level, "").astype(object),
-        "noise": noise_source(cells["canary_rho"], cells["slow_machine"], ok),
-        "eager_ops": text_of(bench, "eager_ops", ok),
-        "attribution": text_of(bench, "attribution", ok),
-        "dominant_part": dominant_part(cells),
-        "flags": flags,
+        name: computed[name]
+        if name in computed
+        else cell_values(bench, name).astype(object)
+        if BY_NAME[name].pool in every_cell
+        else text_of(bench, name, ok)
+        for name in CELL_TEXT
     }
 
 
@@ -64,15 +82,17 @@ def cell_variables(
     bench: xr.Dataset, cells: dict[str, np.ndarray], text: dict[str, np.ndarray]
 ) -> dict[str, Any]:
     """stats.nc's per-cell variables: the numbers with their units (CELL_UNITS), then the
-    text with its descriptions (CELL_TEXT), then the aggregate's framework_version."""
+    text with its descriptions (CELL_TEXT), then the aggregate's framework_version and
+    versions (every distribution's, JSON)."""
     data_vars: dict[str, Any] = {
         name: (CELL_DIMS, cells[name], {"units": unit}) for name, unit in CELL_UNITS.items()
     }
     data_vars |= {
         name: (CELL_DIMS, values, {"description": CELL_TEXT[name]}) for name, values in text.items()
     }
-    if "framework_version" in bench:
-        data_vars["framework_version"] = bench["framework_version"]
+    for name in ("framework_version", "versions"):
+        if name in bench:
+            data_vars[name] = bench[name]
     return data_vars
 
 

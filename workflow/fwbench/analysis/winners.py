@@ -114,4 +114,10 @@ def winner_variables(
         {"description": "variants left out of the contest: their cells are flagged"},
     )
     out["winner_verdict"][2]["description"] = _verdict_description(alpha, min_effect_pct)
+    ratio = out["winner_runner_up_median_s"][1] / out["winner_fastest_median_s"][1]
+    out["winner_runner_up_ratio"] = (
+        dims,
+        ratio,
+        {"units": "1", "description": "the runner-up's median over the fastest's"},
+    )
     return out

@@ -78,3 +78,18 @@ def keys_where(coords: Mapping[str, Any], mask: np.ndarray) -> Iterator[CellKey]
     values = [np.asarray(coords[d]).tolist() for d in CELL_DIMS]
     for index in zip(*np.nonzero(mask), strict=True):
         yield CellKey(*(dim_values[i] for dim_values, i in zip(values, index, strict=True)))
+
+
+def variants_in(data: Any, compiled_only: bool = False) -> list[tuple[str, str]]:
+    """(framework, mode) pairs with at least one cell or run (ok or failed), in the data's
+    order: `data` is stats.nc or the stacked training runs (a `status` over framework, mode
+    and more)."""
+    status = data["status"].transpose("framework", "mode", ...).values
+    found = []
+    for f, framework in enumerate(data["framework"].values.tolist()):
+        for m, mode in enumerate(data["mode"].values.tolist()):
+            if compiled_only and mode == EAGER_MODE:
+                continue
+            if (status[f, m] != STATUS_ABSENT).any():
+                found.append((framework, mode))
+    return found

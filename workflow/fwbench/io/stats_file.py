@@ -20,18 +20,27 @@ carries no attributes: its version is the stats.nc written beside it.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
+from typing import Any
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
 from fwbench.io.atomic import write_netcdf, write_text
 from fwbench.io.common import read_versioned_netcdf, with_schema_version
+from fwbench.io.dims import CELL_DIMS, STATUS_FAILED, CellKey, keys_where, variants_in
+from fwbench.io.per_system import one_system
+from fwbench.io.variables import V
 
 # 2 adds the speed canary's variables (slow_machine, canary_*, slow_samples*, noise) and
-# process_sigma (process_count came later, within version 2); version 1 files read without
-# them.
-SCHEMA_VERSION = 2
-READABLE = (1, 2)
+# process_sigma (process_count came later, within version 2). 3 adds what the report prints of
+# many cells (fwbench.io.variables.AGGREGATES), the cells' compile details, host and versions,
+# and the attribute table_batch (the batch every table shows); it carries every variable
+# fwbench.io.variables declares for it, so readers test no variable's presence: older files
+# are refused naming the stats rule.
+SCHEMA_VERSION = 3
+READABLE = (3,)
 WHAT = "statistics file"
 RERUN = "the stats rule (snakemake --forcerun stats)"
 
@@ -55,3 +64,78 @@ def write_stats_table(table: pd.DataFrame, path: str | os.PathLike) -> None:
 def read_stats_table(path: str | os.PathLike) -> pd.DataFrame:
     """stats.csv as a DataFrame, one row per measured or failed cell."""
     return pd.read_csv(path)
+
+
+class StatsView:
+    """One system's statistics as the figures, tables and report read them: a cell's value by
+    its key, a variant's values, the variants and failed cells present, the table batch, and
+    the values over many cells, each by its declared name (fwbench.io.variables.V)."""
+
+    def __init__(self, stats: xr.Dataset, system: str | None = None):
+        self.ds = one_system(stats, system) if system else one_system(stats)
+
+    @classmethod
+    def read(cls, path: str | os.PathLike, system: str | None = None) -> StatsView:
+        return cls(read_stats(path), system)
+
+    @property
+    def attrs(self) -> dict[str, Any]:
+        return self.ds.attrs
+
+    # --- cells ----------------------------------------------------------------------------
+    def value(self, name: str, key: CellKey) -> Any:
+        """`name` at one cell."""
+        return self.ds[name].sel(**key.sel()).item()
+
+    def values(self, name: str) -> np.ndarray:
+        """`name` over every cell, in CELL_DIMS order."""
+        return self.ds[name].transpose(*CELL_DIMS).values
+
+    def series(self, name: str, framework: str, mode: str, **at: Any) -> np.ndarray:
+        """One variant's values of `name` over the remaining dims (arch, batch), or at `at`."""
+        return self.ds[name].sel(framework=framework, mode=mode, **at).values
+
+    def keys_where(self, mask: np.ndarray) -> list[CellKey]:
+        """The cells where `mask` (over CELL_DIMS) holds."""
+        return list(keys_where(self.ds, mask))
+
+    def status(self) -> np.ndarray:
+        return self.values(V.status)
+
+    def failed(self, batches: Iterable[int] | None = None) -> list[CellKey]:
+        keys = self.keys_where(self.status() == STATUS_FAILED)
+        if batches is not None:
+            keep = set(batches)
+            keys = [key for key in keys if key.batch in keep]
+        return keys
+
+    def variants(self, compiled_only: bool = False) -> list[tuple[str, str]]:
+        """(framework, mode) pairs with at least one cell (ok or failed), in the file's order."""
+        return variants_in(self.ds, compiled_only)
+
+    def archs(self) -> list[str]:
+        return [str(a) for a in self.ds["arch"].values]
+
+    def batches(self) -> list[int]:
+        return [int(b) for b in self.ds["batch"].values]
+
+    # --- the table batch ------------------------------------------------------------------
+    @property
+    def table_batch(self) -> int:
+        """The batch every table, figure and finding shows (fwbench.analysis.stats)."""
+        return int(self.attrs["table_batch"])
+
+    @property
+    def wanted_batch(self) -> int:
+        """The configured stats.table_batch (the table batch unless no cell ran at it)."""
+        return int(self.attrs["stats_table_batch"])
+
+    # --- over many cells ------------------------------------------------------------------
+    def of_variant(self, name: str, framework: str, mode: str) -> Any:
+        return self.ds[name].sel(framework=framework, mode=mode).item()
+
+    def of_framework(self, name: str, framework: str) -> Any:
+        return self.ds[name].sel(framework=framework).item()
+
+    def of_system(self, name: str) -> Any:
+        return self.ds[name].item()

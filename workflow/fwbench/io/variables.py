@@ -157,9 +157,9 @@ CELL_NUMBERS = (
         "peak_mem_bytes", "B", "process peak RSS on CPU; allocator peak on an accelerator", _W
     ),
     Variable("compiled", "1", "1 when the callable really ran compiled, else 0", Pool.ALL_OF, _CBS),
-    Variable("graph_count", "1", "graphs the compiler made"),
-    Variable("graph_breaks", "1", "graph breaks the compiler reported", _W),
-    Variable("fallbacks", "1", "ops the compiler left to eager", _W),
+    Variable("graph_count", "1", "graphs the compiler made", _M, _CBS),
+    Variable("graph_breaks", "1", "graph breaks the compiler reported", _W, _CBS),
+    Variable("fallbacks", "1", "ops the compiler left to eager", _W, _CBS),
     Variable("load_before", "1", "1-minute load average at the cell's start", _W),
     Variable("load_after", "1", "1-minute load average at the cell's end", _W),
     Variable(
@@ -306,7 +306,7 @@ CELL_TEXT = (
     _text("error_type", "exception class of a failed cell", _FT, files=_CBS),
     _text("error", "why the cell failed; empty when it did not", _FT, "error_message", _CBS),
     _text("traceback_tail", "last lines of a failed cell's traceback", _FT),
-    _text("compile_how", "how the framework says it compiled"),
+    _text("compile_how", "how the framework says it compiled", files=_CBS),
     _text("eager_ops", "ops a compiled mode left to the framework's eager kernels", files=_CBS),
     _text("counter_note", "why counter_flops is what it is"),
     _text(
@@ -319,7 +319,7 @@ CELL_TEXT = (
     _text("config_hash", "hash of the settings that determine the cell"),
     _text("git_commit", "commit of the code that measured the cell"),
     _text("threads", "JSON of every thread setting of the cell's process"),
-    _text("host", "the node that measured the cell", _N),
+    _text("host", "the node that measured the cell", _N, files=_CBS),
     _text("cpu_model", "the measuring node's CPU model ('' in cells before systems)", _N),
     _text("gpu_model", "the measuring node's GPU model ('' on cpu)", _N),
     _text("slurm_partition", "the SLURM partition the cell ran in ('' locally)", _N),
@@ -348,6 +348,17 @@ STATISTICS = (
         (STATS,),
     ),
     _stat("compile_overhead_s", "s", "first call less the median: what compiling costs once"),
+    _stat(
+        "first_answer_s",
+        "s",
+        "a fresh process's wait for its first answer: import, build and first call (an"
+        " export is paid once, offline: not in it)",
+    ),
+    _stat(
+        "first_answer_warm_s",
+        "s",
+        "the same with the later processes' first call, warm from process 0's compile cache",
+    ),
 )
 ROOFLINE = (
     _stat("arithmetic_intensity", "FLOP/B", "flops over bytes"),
@@ -412,11 +423,20 @@ PARTS = (
     _stat("gain_dispatch_s", "s", "of the gain over eager, the dispatch removed"),
     _stat("gain_kernel_s", "s", "of the gain over eager, the kernel time changed"),
     _stat("gain_rest_s", "s", "of the gain over eager, the rest"),
+    _stat("roof_share", "1", "roof_s over the median"),
+    _stat("kernel_excess_share", "1", "kernel_excess_s over the median"),
+    _stat("dispatch_share", "1", "dispatch_s over the median"),
+    _stat("residual_share", "1", "residual_s over the median"),
     _stat("step_s", "s", "rnn and lstm: the median per recurrent step"),
     _stat("step_dispatch_s", "s", "dispatch per recurrent step"),
     _stat("step_roof_s", "s", "the roof per recurrent step"),
     _stat("step_alpha_s", "s", "α of the batch fit per recurrent step"),
     _stat("step_dispatches", "1", "ops or launches per recurrent step"),
+    _stat(
+        "step_explained_share",
+        "1",
+        "a step's dispatch and roof over its time",
+    ),
     _stat(
         "rest_outside_s",
         "s",
@@ -453,12 +473,145 @@ STATS_TEXT = (
         files=_S,
     ),
     _text(
+        "best_own_mode",
+        "an export mode: the fastest of its framework's own modes at the same arch and batch,"
+        " the one speedup_vs_best sets it against ('' elsewhere)",
+        Pool.COMPUTED,
+        files=_S,
+    ),
+    _text(
+        "speedup_verdict",
+        "a compiled or exported mode against its eager cell: 'faster' (the speedup's CI above"
+        " 1), 'slower' (below 1), 'undetermined' (it holds 1); '' without a speedup",
+        Pool.COMPUTED,
+        files=_S,
+    ),
+    _text(
         "dominant_part",
         "the largest of the four parts of the median (fwbench.analysis.attribution)",
         Pool.COMPUTED,
         files=_S,
     ),
 )
+
+# --- per variant, per framework and per system: what the report prints of many cells ---------
+VARIANT_DIMS = ("framework", "mode")
+
+
+def _per_variant(name: str, unit: str, meaning: str) -> Variable:
+    return Variable(name, unit, meaning, Pool.COMPUTED, _S)
+
+
+# Over the cells of a variant that ran (status ok), at every arch and batch.
+PER_VARIANT = (
+    _per_variant("variant_cells", "1", "cells of the variant that ran"),
+    _per_variant("variant_multi_process_cells", "1", "of them, cells measured in 2+ processes"),
+    _per_variant("variant_cv_pct", "%", "median of the cells' CV"),
+    _per_variant("variant_canary_cv_pct", "%", "median of the cells' canary CV"),
+    _per_variant("variant_canary_factor", "1", "median of the cells' canary factor"),
+    _per_variant("variant_canary_factor_max", "1", "the largest canary factor of its cells"),
+    _per_variant("variant_read_factor", "1", "median of the cells' canary read factor"),
+    _per_variant("variant_on_cpu", "1", "median of the cells' median on-CPU share"),
+    _per_variant("variant_on_cpu_min", "1", "the smallest on-CPU share of its cells"),
+    _per_variant("variant_slow_samples", "1", "slow samples marked, all cells"),
+    _per_variant("variant_slow_samples_dropped", "1", "slow samples dropped, all cells"),
+    _per_variant("variant_slow_machine_cells", "1", "cells flagged slow_machine"),
+    _per_variant("variant_slow_processes_machine", "1", "slow processes that were the machine's"),
+    _per_variant("variant_slow_processes_own", "1", "slow processes that were the variant's own"),
+    _per_variant("variant_contended_cells", "1", "cells measured while the machine was busy"),
+    _per_variant(
+        "variant_process_spread_pct",
+        "%",
+        "exp(median process σ) − 1: the typical spread between a cell's processes",
+    ),
+    _per_variant("variant_noise_machine_cells", "1", "cells whose noise was the machine's"),
+    _per_variant("variant_noise_own_cells", "1", "cells whose noise was the framework's own"),
+    _per_variant("variant_compiled_cells", "1", "cells that really ran compiled"),
+    _per_variant("variant_graphs_min", "1", "fewest graphs the compiler made in a cell"),
+    _per_variant("variant_graphs_max", "1", "most graphs the compiler made in a cell"),
+    _per_variant("variant_graph_breaks", "1", "graph breaks, all cells"),
+    _per_variant("variant_fallbacks", "1", "ops left to eager by the compiler, all cells"),
+    _per_variant(
+        "variant_compile_how",
+        "",
+        "how the framework says it compiled, every distinct answer joined by '; '",
+    ),
+    _per_variant(
+        "variant_eager_ops",
+        "",
+        "every distinct set of ops the compiled graphs left"
+        " to eager kernels, joined by '; ' ('' when none)",
+    ),
+    _per_variant("compile_faster_cells", "1", "cells whose speedup over eager is faster"),
+    _per_variant("compile_slower_cells", "1", "cells whose speedup over eager is slower"),
+    _per_variant("compile_undetermined_cells", "1", "cells whose speedup's CI holds 1"),
+    _per_variant("compile_faster_min", "1", "the smallest speedup of the faster cells"),
+    _per_variant("compile_faster_max", "1", "the largest speedup of the faster cells"),
+    _per_variant("compile_slower_min", "1", "the smallest speedup of the slower cells"),
+    _per_variant("compile_slower_max", "1", "the largest speedup of the slower cells"),
+    _per_variant("break_even_min", "1", "the fewest calls to pay a faster cell's compile back"),
+    _per_variant("break_even_max", "1", "the most calls to pay a faster cell's compile back"),
+)
+# Over the cells of a framework that ran.
+PER_FRAMEWORK = (
+    _per_variant(
+        "framework_null_call_s",
+        "s",
+        "median null call of the framework's cells: its dispatch floor",
+    ),
+    _per_variant("framework_attributed_cells", "1", "cells with the four parts at the table batch"),
+    _per_variant("framework_top_part", "", "the part largest in most of those cells"),
+    _per_variant("framework_top_part_cells", "1", "cells in which it is the largest"),
+    _per_variant(
+        "framework_largest_rest_cell",
+        "",
+        "of those cells, the one with the largest rest whose outside share is known",
+    ),
+    _per_variant("framework_largest_rest_s", "s", "that cell's rest"),
+    _per_variant("framework_largest_rest_outside_s", "s", "of it, the time outside the framework"),
+)
+# Over every cell of the system.
+PER_SYSTEM = (
+    _per_variant("cells_ok", "1", "cells that ran"),
+    _per_variant("cells_failed", "1", "cells that failed"),
+    _per_variant("system_cv_pct", "%", "median CV of the cells that ran"),
+    _per_variant("system_contended_cells", "1", "cells measured while the machine was busy"),
+    _per_variant("samples_min", "1", "fewest timed samples of a cell that ran"),
+    _per_variant("samples_max", "1", "most timed samples of a cell that ran"),
+    _per_variant("calls_per_sample_min", "1", "fewest calls per sample"),
+    _per_variant("calls_per_sample_max", "1", "most calls per sample"),
+    _per_variant("closure_cells", "1", "cells with the four parts"),
+    _per_variant("closure_held", "1", "of them, cells whose parts close within the tolerance"),
+    _per_variant("stretch_median", "1", "median attr_stretch over the cells with parts"),
+    _per_variant("stretch_min", "1", "the smallest attr_stretch"),
+    _per_variant("stretch_max", "1", "the largest attr_stretch"),
+    _per_variant(
+        "parts_median_spread",
+        "1",
+        "the slowest over the fastest median of the cells with parts at the table batch",
+    ),
+    _per_variant("efficiency_low", "1", "the lowest efficiency of a trusted cell that ran"),
+    _per_variant("efficiency_low_cell", "", "its cell"),
+    _per_variant("efficiency_high", "1", "the highest efficiency of a trusted cell that ran"),
+    _per_variant("efficiency_high_cell", "", "its cell"),
+    _per_variant("flag_counts", "", "every flag with the cells that carry it: 'N flag, ...'"),
+)
+# Per (arch, batch).
+PER_ROW = (
+    _per_variant(
+        "onnx_exporter_spread",
+        "1",
+        "the slowest over the fastest median of the frameworks' ONNX exports in the one"
+        " runtime (NaN unless every one ran)",
+    ),
+)
+# stats.nc's variables over many cells, by the dimensions they keep.
+AGGREGATES = {
+    VARIANT_DIMS: PER_VARIANT,
+    ("framework",): PER_FRAMEWORK,
+    ("arch", "batch"): PER_ROW,
+    (): PER_SYSTEM,
+}
 
 DECLARED = (
     *SAMPLES,
@@ -473,8 +626,9 @@ DECLARED = (
     *ATTRIBUTION_PASS,
     *PARTS,
 )
-BY_NAME = {variable.name: variable for variable in DECLARED}
-if len(BY_NAME) != len(DECLARED):  # pragma: no cover - a declaration error
+_ALL = (*DECLARED, *PER_VARIANT, *PER_FRAMEWORK, *PER_ROW, *PER_SYSTEM)
+BY_NAME = {variable.name: variable for variable in _ALL}
+if len(BY_NAME) != len(_ALL):  # pragma: no cover - a declaration error
     raise ValueError("a variable is declared twice")
 # Each variable's name, as `V.median_s`: the one spelling every other module uses.
 V = SimpleNamespace(**{name: name for name in BY_NAME})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -205,10 +205,13 @@ class Plan(ExportPlan):
             fw, wildcards["mode"], self.versions[(wildcards["system"], fw)]
         )
 
-    def table_files(self, name: str) -> list[str]:
-        """A summary table's path for every system, in the systems' order."""
-        batch = self.config["stats"]["table_batch"]
-        return [paths.table_file(name, batch, system) for system in self.systems]
+    def table_file(self, name: str, system: str = "{system}") -> str:
+        """A summary table's path (of every system: `{system}` left as a wildcard)."""
+        return paths.table_file(name, self.config["stats"]["table_batch"], system)
+
+    def table_files(self, names: Sequence[str]) -> list[str]:
+        """Every system's path of each table in `names`."""
+        return [self.table_file(name, system) for system in self.systems for name in names]
 
     def compare_tables(self) -> list[str]:
         return [

@@ -15,34 +15,20 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from fwbench.io.common import read_netcdf
-from fwbench.io.per_system import one_system
-from fwbench.io.variables import V
-from fwbench.present.attribution import draw_attribution
+from fwbench.io.hardware_file import read_hardware_record
+from fwbench.io.stats_file import StatsView, read_stats
+from fwbench.present import catalog
 from fwbench.present.figure_data import FigureInputs
-from fwbench.present.hardware_summary import read_hardware_summary
-from fwbench.present.plots_hardware import draw_hardware
-from fwbench.present.plots_latency import draw_latency, draw_scaling, draw_speedup, draw_stability
-from fwbench.present.plots_roofline import draw_efficiency, draw_roofline
 from fwbench.present.plots_systems import draw_systems
-from fwbench.present.plots_training import draw_training_curves, draw_training_time
-from fwbench.present.startup import draw_startup
 from fwbench.present.style import MIN_DPI, save_figure
 
+# Each figure's drawing function, by name (the list: fwbench.present.catalog.FIGURES).
 INFERENCE_FIGURES: dict[str, Callable[[FigureInputs], Figure]] = {
-    "hardware": draw_hardware,
-    "roofline": draw_roofline,
-    "latency": draw_latency,
-    "speedup": draw_speedup,
-    V.efficiency: draw_efficiency,
-    "scaling": draw_scaling,
-    "stability": draw_stability,
-    "startup": draw_startup,
-    "attribution": draw_attribution,
+    entry.name: entry.resolve() for entry in catalog.FIGURES if entry.kind == catalog.INFERENCE
 }
-SYSTEMS_FIGURES = ("systems",)
+SYSTEMS_FIGURES = tuple(catalog.figure_names(catalog.SYSTEMS))
 TRAINING_FIGURES: dict[str, Callable[[xr.Dataset], Figure]] = {
-    "training_time": draw_training_time,
-    "training_curves": draw_training_curves,
+    entry.name: entry.resolve() for entry in catalog.FIGURES if entry.kind == catalog.TRAINING
 }
 
 
@@ -52,8 +38,6 @@ def draw_requested(
     hardware: str | os.PathLike | None = None,
     train_stats: str | os.PathLike | None = None,
     dpi: int = MIN_DPI,
-    table_batch: int | None = None,
-    cv_threshold_pct: float | None = None,
     system: str | None = None,
 ) -> list[str]:
     """Draw every figure named in `outputs` (name → PNG path; `<name>_svg` → SVG path) from
@@ -71,10 +55,9 @@ def draw_requested(
     if any(name in INFERENCE_FIGURES or name in SYSTEMS_FIGURES for name in names):
         if stats is None:
             raise ValueError(f"figures {names} need the stats file (input 'stats')")
-        all_stats = read_netcdf(stats)
+        all_stats = read_stats(stats)
     if any(name in INFERENCE_FIGURES for name in names):
-        one = one_system(all_stats, system) if system else all_stats
-        inputs = FigureInputs(one, read_hardware_summary(hardware), table_batch, cv_threshold_pct)
+        inputs = FigureInputs(StatsView(all_stats, system), read_hardware_record(hardware))
     train = None
     if any(name in TRAINING_FIGURES for name in names):
         if train_stats is None:
@@ -86,7 +69,7 @@ def draw_requested(
         if name in INFERENCE_FIGURES:
             figure = INFERENCE_FIGURES[name](inputs)
         elif name in SYSTEMS_FIGURES:
-            figure = draw_systems(all_stats, table_batch)
+            figure = draw_systems(all_stats)
         else:
             figure = TRAINING_FIGURES[name](train)
         save_figure(figure, outputs[name], outputs.get(f"{name}_svg"), dpi)

@@ -48,7 +48,19 @@ def percent(fraction: float) -> str:
     return f"{value:.2g}%" if value < 10 else f"{value:.0f}%"
 
 
-def ratio(numerator: float, denominator: float) -> str:
-    """numerator ÷ denominator as '1.23×'; '—' when it is not a finite number."""
-    value = numerator / denominator if denominator else math.nan
-    return f"{value:.3g}×" if math.isfinite(value) else MISSING
+def times(value: Any) -> str:
+    """A ratio as '1.23×'; '—' when it is not a finite number."""
+    return f"{value:.3g}×" if _finite(value) else MISSING
+
+
+def p_value(p: Any) -> str:
+    """A p value as every table and finding prints it: 2 significant digits, '< 0.0001' below
+    that."""
+    if not _finite(p):
+        return MISSING
+    return "< 0.0001" if p < 1e-4 else f"{p:.2g}"
+
+
+def speedup_with_ci(value: Any, low: Any, high: Any) -> str:
+    """A ratio with its CI as every table and finding prints it: '1.23 [1.10, 1.38]'."""
+    return f"{fixed(value, digits=2)} [{fixed(low, digits=2)}, {fixed(high, digits=2)}]"

@@ -11,32 +11,30 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
-from fwbench.io.dims import EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK
-from fwbench.present.figure_data import (
-    FigureInputs,
-    cell_name,
-    failed_note,
-    listed,
-    series,
-    variants,
-)
+from fwbench.io.dims import EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK, CellKey
+from fwbench.io.variables import V
+from fwbench.present.figure_data import FigureInputs, failed_note, listed
 from fwbench.present.format import percent, short
 from fwbench.present.style import (
     FLAG_COLOR,
     NEUTRAL_COLOR,
     add_note,
+    bar_figure_width,
     bar_style,
+    ci_yerr,
     group_offsets,
+    keep_labels_inside,
+    mark_failed,
     marker_style,
     message_axes,
     new_figure,
     place_legend,
     plain_log_ticks,
+    value_labels,
     variant_handles,
 )
 
@@ -44,58 +42,42 @@ US = 1e6  # seconds → µs
 ERROR_BARS = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black"}}
 
 
-def _ci_yerr(median: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
-    """Asymmetric error bars; zero where the CI is unknown (fewer than two samples)."""
-    return np.nan_to_num(np.vstack([median - low, high - median]), nan=0.0).clip(min=0.0)
-
-
-def _mark_failed(ax: Axes, x: float) -> None:
-    """A red × at the foot of the slot where a failed cell's bar would be."""
-    ax.plot(
-        x,
-        0.02,
-        marker="x",
-        color=FLAG_COLOR,
-        transform=ax.get_xaxis_transform(),
-        markersize=7,
-        clip_on=False,
-    )
-
-
-def _confidence(inputs: FigureInputs) -> str:
-    return percent(inputs.stats.attrs.get("stats_confidence", math.nan))
+def _ci(inputs: FigureInputs, of: str) -> str:
+    """'95% CI of <of>' and how it was made, in the words of stats.nc's `median_ci_level`
+    (fwbench.analysis.estimators.ci_level), the attribute the report's method section prints."""
+    confidence = percent(inputs.view.attrs["stats_confidence"])
+    how = inputs.view.attrs["median_ci_level"]
+    return f"{confidence} CI of {of} — {how}"
 
 
 def draw_latency(inputs: FigureInputs) -> Figure:
-    stats, batch = inputs.stats, inputs.batch
-    at = stats.sel(batch=batch)
+    view, stats, batch = inputs.view, inputs.stats, inputs.batch
     archs = [str(a) for a in stats["arch"].values]
-    present = variants(stats)
-    figure = new_figure(max(8, 1.7 * len(archs) + 2.5), 4.8)
+    present = view.variants()
+    figure = new_figure(bar_figure_width(len(archs), len(present)), 4.8)
     ax = figure.subplots()
-    if not (at["status"] == STATUS_OK).any():
+    if not (stats[V.status].sel(batch=batch) == STATUS_OK).any():
         message_axes(ax, f"No cell at batch {batch} was measured.")
-        add_note(figure, [inputs.batch_note(), failed_note(stats, [batch])])
+        add_note(figure, [inputs.batch_note(), failed_note(inputs.view, [batch])])
         return figure
     offsets, width = group_offsets(len(present))
-    any_failed = False
+    any_failed, labels = False, []
     for i, (framework, mode) in enumerate(present):
-        median = series(at, "median_s", framework, mode) * US
-        low = series(at, "median_ci_low_s", framework, mode) * US
-        high = series(at, "median_ci_high_s", framework, mode) * US
-        status = series(at, "status", framework, mode)
+        median = view.series(V.median_s, framework, mode, batch=batch) * US
+        low = view.series(V.median_ci_low_s, framework, mode, batch=batch) * US
+        high = view.series(V.median_ci_high_s, framework, mode, batch=batch) * US
+        status = view.series(V.status, framework, mode, batch=batch)
         x = np.arange(len(archs)) + offsets[i]
         ok = (status == STATUS_OK) & np.isfinite(median)
-        yerr = _ci_yerr(median, low, high)[:, ok]
-        bars = ax.bar(
-            x[ok], median[ok], width, yerr=yerr, **ERROR_BARS, **bar_style(framework, mode)
-        )
-        ax.bar_label(bars, [short(v) for v in median[ok]], padding=3, fontsize=7, rotation=90)
+        yerr = ci_yerr(median, low, high)[:, ok]
+        ax.bar(x[ok], median[ok], width, yerr=yerr, **ERROR_BARS, **bar_style(framework, mode))
+        ends = np.fmax(high, median)[ok]
+        labels += value_labels(ax, x[ok], ends, [short(v) for v in median[ok]], ok[ok])
         for xi in x[status == STATUS_FAILED]:
-            _mark_failed(ax, xi)
+            mark_failed(ax, xi)
             any_failed = True
     ax.set_yscale("log")
-    ax.margins(y=0.15)
+    ax.margins(y=0.05)
     plain_log_ticks(ax)
     ax.set_xticks(np.arange(len(archs)), archs)
     ax.set_ylabel("median latency per call (µs, log)")
@@ -109,58 +91,58 @@ def draw_latency(inputs: FigureInputs) -> Figure:
     add_note(
         figure,
         [
-            f"Bars: median of the warm iterations (µs, labelled); whiskers: {_confidence(inputs)} "
-            "bootstrap CI of the median.",
+            "Bars: median of the warm iterations, a cell's processes pooled (µs, labelled); "
+            f"whiskers: {_ci(inputs, 'the median')}.",
             inputs.batch_note(),
-            failed_note(stats, [batch]),
+            failed_note(inputs.view, [batch]),
         ],
     )
+    keep_labels_inside(ax, labels)
     return figure
 
 
 def draw_speedup(inputs: FigureInputs) -> Figure:
-    stats, batch = inputs.stats, inputs.batch
-    at = stats.sel(batch=batch)
+    view, stats, batch = inputs.view, inputs.stats, inputs.batch
     archs = [str(a) for a in stats["arch"].values]
-    present = variants(stats, compiled_only=True)
-    figure = new_figure(max(8, 1.5 * len(archs) + 2.5), 4.8)
+    present = view.variants(compiled_only=True)
+    figure = new_figure(bar_figure_width(len(archs), len(present), group_in=1.5), 4.8)
     ax = figure.subplots()
     if not present:
         message_axes(ax, "No compiled variant was measured.")
         return figure
     offsets, width = group_offsets(len(present))
-    missing, uncompiled, drawn = [], [], [1.0]
+    missing, uncompiled, drawn, labels = [], [], [1.0], []
     for i, (framework, mode) in enumerate(present):
-        speedup = series(at, "speedup_vs_eager", framework, mode)
-        low = series(at, "speedup_ci_low", framework, mode)
-        high = series(at, "speedup_ci_high", framework, mode)
-        flags, status = series(at, "flags", framework, mode), series(at, "status", framework, mode)
+        speedup = view.series(V.speedup_vs_eager, framework, mode, batch=batch)
+        low = view.series(V.speedup_ci_low, framework, mode, batch=batch)
+        high = view.series(V.speedup_ci_high, framework, mode, batch=batch)
+        flags = view.series(V.flags, framework, mode, batch=batch)
+        status = view.series(V.status, framework, mode, batch=batch)
         x = np.arange(len(archs)) + offsets[i]
         ok = np.isfinite(speedup) & (status == STATUS_OK)
         drawn += [*speedup[ok], *low[ok & np.isfinite(low)], *high[ok & np.isfinite(high)]]
-        # Bars start at 1×, so a slowdown hangs below the line.
-        yerr = _ci_yerr(speedup, low, high)[:, ok]
+        # Bars start at 1×, so a slowdown hangs below the line; its label hangs below it too.
+        yerr = ci_yerr(speedup, low, high)[:, ok]
         style = bar_style(framework, mode)
-        bars = ax.bar(x[ok], speedup[ok] - 1, width, bottom=1, yerr=yerr, **ERROR_BARS, **style)
-        ax.bar_label(bars, [f"{v:.2g}×" for v in speedup[ok]], padding=3, fontsize=7)
+        ax.bar(x[ok], speedup[ok] - 1, width, bottom=1, yerr=yerr, **ERROR_BARS, **style)
+        fell_back = np.array(["not_compiled" in str(f) for f in flags]) & ok
+        up = speedup >= 1
+        ends = np.where(up, np.fmax(high, speedup), np.fmin(low, speedup))
+        texts = [
+            f"{short(v)}×" + ("†" if f else "") for v, f in zip(speedup, fell_back, strict=True)
+        ]
+        colors = np.where(fell_back, FLAG_COLOR, "0.1")
+        labels += value_labels(ax, x[ok], ends[ok], np.array(texts)[ok], up[ok], colors[ok])
         for a, arch in enumerate(archs):
             if status[a] != STATUS_ABSENT and not ok[a]:
-                missing.append(cell_name(framework, mode, arch, batch))
-                _mark_failed(ax, x[a])
-            elif ok[a] and "not_compiled" in str(flags[a]):
-                uncompiled.append(cell_name(framework, mode, arch, batch))
-                ax.annotate(
-                    "†",
-                    (x[a], 1),
-                    xytext=(0, -12),
-                    textcoords="offset points",
-                    ha="center",
-                    color=FLAG_COLOR,
-                    fontweight="bold",
-                )
+                missing.append(CellKey(framework, mode, arch, batch).name)
+                mark_failed(ax, x[a])
+            elif fell_back[a]:
+                uncompiled.append(CellKey(framework, mode, arch, batch).name)
     _speedup_axes(ax, drawn, archs, batch)
     place_legend(figure, variant_handles(present, bars=True))
     add_note(figure, _speedup_notes(inputs, missing, uncompiled))
+    keep_labels_inside(ax, labels)
     return figure
 
 
@@ -168,7 +150,7 @@ def _speedup_axes(ax, drawn: list[float], archs: list[str], batch: int) -> None:
     """The 1× line, a log axis spanning every bar and whisker drawn, ticks and labels."""
     ax.axhline(1, color="black", linewidth=1)
     ax.set_yscale("log")
-    ax.set_ylim(min(drawn) / 1.6, max(drawn) * 1.6)
+    ax.set_ylim(min(drawn) / 1.15, max(drawn) * 1.15)  # keep_labels_inside adds the labels' room
     ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
     ax.yaxis.set_minor_formatter(NullFormatter())
@@ -180,21 +162,24 @@ def _speedup_axes(ax, drawn: list[float], archs: list[str], batch: int) -> None:
 
 def _speedup_notes(inputs: FigureInputs, missing: list[str], uncompiled: list[str]) -> list[str]:
     notes = [
-        f"Whiskers: {_confidence(inputs)} bootstrap CI of the ratio of medians. Warm calls only: "
-        "the compile-speedup table gives the first call's overhead and the break-even call count.",
+        f"Whiskers: {_ci(inputs, 'the ratio of medians')}.",
+        "Warm calls only: the compile-speedup table gives the first call's overhead and the "
+        "break-even call count.",
         inputs.batch_note(),
     ]
     if missing:
         notes.append(f"No speedup (this or its eager cell failed): {listed(missing)}.")
     if uncompiled:
-        notes.append(f"† ran uncompiled (the framework fell back to eager): {listed(uncompiled)}.")
+        notes.append(
+            f"† (in red) ran uncompiled (the framework fell back to eager): {listed(uncompiled)}."
+        )
     return notes
 
 
 def draw_scaling(inputs: FigureInputs) -> Figure:
-    stats = inputs.stats
+    view, stats = inputs.view, inputs.stats
     archs = [str(a) for a in stats["arch"].values]
-    present = variants(stats, compiled_only=True) or variants(stats)
+    present = view.variants(compiled_only=True) or view.variants()
     cols = min(len(archs), 3)
     rows = math.ceil(len(archs) / cols)
     figure = new_figure(4.2 * cols + 2.2, 3.4 * rows + 0.8)
@@ -206,14 +191,14 @@ def draw_scaling(inputs: FigureInputs) -> Figure:
         at_smallest = []
         for framework, mode in present:
             cell = stats.sel(framework=framework, mode=mode, arch=arch)
-            median = cell["median_s"].values * US
-            ok = (cell["status"].values == STATUS_OK) & np.isfinite(median)
+            median = cell[V.median_s].values * US
+            ok = (cell[V.status].values == STATUS_OK) & np.isfinite(median)
             if not ok.any():
                 continue
-            low, high = cell["median_ci_low_s"].values * US, cell["median_ci_high_s"].values * US
+            low, high = cell[V.median_ci_low_s].values * US, cell[V.median_ci_high_s].values * US
             # NaN where a cell failed: the line breaks there rather than bridging the gap.
             shown = np.where(ok, median, np.nan)
-            yerr = _ci_yerr(shown, low, high)
+            yerr = ci_yerr(shown, low, high)
             style = marker_style(framework, mode)
             ax.errorbar(batches, shown, yerr=yerr, capsize=2, ms=6, lw=1.3, **style)
             at_smallest.append(median[0] if ok[0] else np.nan)
@@ -238,19 +223,20 @@ def draw_scaling(inputs: FigureInputs) -> Figure:
     add_note(
         figure,
         [
-            "Whiskers: bootstrap CI of the median. The dotted line grows in proportion to the "
-            "batch from the fastest variant at the smallest batch: below it, batching pays.",
-            failed_note(stats, None),
+            f"Whiskers: {_ci(inputs, 'the median')}.",
+            "The dotted line grows in proportion to the batch from the fastest variant at the "
+            "smallest batch: below it, batching pays.",
+            failed_note(inputs.view, None),
         ],
     )
     return figure
 
 
 def draw_stability(inputs: FigureInputs) -> Figure:
-    stats, threshold = inputs.stats, inputs.threshold_pct
+    view, stats, threshold = inputs.view, inputs.stats, inputs.threshold_pct
     archs = [str(a) for a in stats["arch"].values]
     batches = [int(b) for b in stats["batch"].values]
-    present = variants(stats)
+    present = view.variants()
     figure = new_figure(max(8, 1.7 * len(archs) + 2.5), 4.8)
     ax = figure.subplots()
     offsets, slot = group_offsets(len(present))
@@ -258,15 +244,15 @@ def draw_stability(inputs: FigureInputs) -> Figure:
     spread = (np.arange(len(batches)) - (len(batches) - 1) / 2) * slot / (len(batches) + 1)
     noisy = []
     for i, (framework, mode) in enumerate(present):
-        cell = stats[["cv_pct", "status"]].sel(framework=framework, mode=mode)
-        cv = cell["cv_pct"].transpose("arch", "batch").values
-        ok = (cell["status"].transpose("arch", "batch").values == STATUS_OK) & np.isfinite(cv)
+        cell = stats[[V.cv_pct, V.status]].sel(framework=framework, mode=mode)
+        cv = cell[V.cv_pct].transpose("arch", "batch").values
+        ok = (cell[V.status].transpose("arch", "batch").values == STATUS_OK) & np.isfinite(cv)
         x = np.arange(len(archs))[:, None] + offsets[i] + spread[None, :]
         ax.plot(x[ok], cv[ok], linestyle="none", ms=6, alpha=0.85, **marker_style(framework, mode))
         above = ok & (cv > threshold)
         ax.plot(x[above], cv[above], "o", ms=12, mfc="none", mec=FLAG_COLOR, linestyle="none")
         for a, b in zip(*np.nonzero(above), strict=True):
-            noisy.append((cv[a, b], cell_name(framework, mode, archs[a], batches[b])))
+            noisy.append((cv[a, b], CellKey(framework, mode, archs[a], batches[b]).name))
     ax.axhline(threshold, color=FLAG_COLOR, linestyle="--", linewidth=1.2)
     ax.annotate(
         f"threshold {threshold:g}%",
@@ -293,7 +279,7 @@ def draw_stability(inputs: FigureInputs) -> Figure:
             if names
             else f"No cell is above the {threshold:g}% threshold.",
             f"Within each variant, batches {', '.join(map(str, batches))} from left to right.",
-            failed_note(stats, None),
+            failed_note(inputs.view, None),
         ],
     )
     return figure

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import xarray as xr
 from matplotlib import colormaps
 from matplotlib.axes import Axes
 from matplotlib.colors import LogNorm
@@ -21,8 +20,9 @@ from matplotlib.patches import Patch, Rectangle
 from matplotlib.ticker import FuncFormatter
 
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
+from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.present.figure_data import FigureInputs, Roofs, failed_note, roofs, variants
+from fwbench.present.figure_data import FigureInputs, Roofs, failed_note, roofs
 from fwbench.present.format import percent
 from fwbench.present.style import (
     FLAG_COLOR,
@@ -97,16 +97,14 @@ def _label_columns(ax: Axes, columns: list[tuple[float, float, float, str]]) -> 
 def _column_label(stats, arch: str, batch: int) -> str:
     """The architecture and the memory level that bounds it at this batch (one working set
     per column, so one level)."""
-    if "memory_level" not in stats:
-        return arch
-    levels = {str(v) for v in stats["memory_level"].sel(arch=arch, batch=batch).values.ravel()}
+    levels = {str(v) for v in stats[V.memory_level].sel(arch=arch, batch=batch).values.ravel()}
     levels.discard("")
     return f"{arch} · {'/'.join(sorted(levels))}" if levels else arch
 
 
 def draw_roofline(inputs: FigureInputs) -> Figure:
-    stats = inputs.stats
-    limits = roofs(stats, inputs.hardware)
+    view, stats = inputs.view, inputs.stats
+    limits = roofs(view, inputs.hardware)
     batches = [int(b) for b in stats["batch"].values]
     cols = min(len(batches), 2)
     rows = math.ceil(len(batches) / cols)
@@ -121,37 +119,37 @@ def draw_roofline(inputs: FigureInputs) -> Figure:
         for ax in axes:
             message_axes(ax, f"No roofline: {stats.attrs.get('roofline', 'no hardware limits')}")
         return figure
-    present = variants(stats)
+    present = view.variants()
     x_range = (
         min(finite.min(), limits.ridge_flop_per_byte) / 3,
         max(finite.max(), limits.ridge_flop_per_byte) * 3,
     )
     for ax, batch in zip(axes, batches, strict=False):
-        _draw_roofline_panel(ax, stats, limits, x_range, batch, intensity, achieved)
+        _draw_roofline_panel(ax, view, limits, x_range, batch, intensity, achieved)
     spare = list(axes[len(batches) :])
     for ax in spare:
         ax.set_axis_off()
     figure.supxlabel("arithmetic intensity (FLOP/byte, analytic)")
     figure.supylabel("achieved throughput (GFLOP/s)")
     place_legend(figure, [*variant_handles(present), *_roof_handles()], spare)
-    add_note(figure, _roofline_notes(stats, limits, batches))
+    add_note(figure, _roofline_notes(view, limits, batches))
     return figure
 
 
 def _draw_roofline_panel(
-    ax, stats: xr.Dataset, limits: Roofs, x_range, batch: int, intensity, achieved
+    ax, view: StatsView, limits: Roofs, x_range, batch: int, intensity, achieved
 ) -> None:
     """One batch's panel: the roofs, one column of points per architecture, log axes."""
     _draw_roofs(ax, limits, x_range)
     columns = []
-    for arch in stats["arch"].values:
+    for arch in view.archs():
         x = float(intensity.sel(arch=arch, batch=batch).max())
         ys = achieved.sel(arch=arch, batch=batch)
         if not np.isfinite(x) or not np.isfinite(ys.values).any():
             continue
-        label = _column_label(stats, str(arch), batch)
+        label = _column_label(view.ds, str(arch), batch)
         columns.append((x, float(ys.min()), float(ys.max()), label))
-        for framework, mode in variants(stats):
+        for framework, mode in view.variants():
             y = ys.sel(framework=framework, mode=mode).item()
             if np.isfinite(y):
                 style = marker_style(framework, mode)
@@ -176,14 +174,14 @@ def _roof_handles() -> list[Line2D]:
     ]
 
 
-def _roofline_notes(stats: xr.Dataset, limits: Roofs, batches: list[int]) -> list[str]:
+def _roofline_notes(view: StatsView, limits: Roofs, batches: list[int]) -> list[str]:
     notes = [
         f"Roofs: measured float32 GEMM peak {limits.peak_flops_per_s / GIGA:.1f} GFLOP/s, one "
         "bandwidth per memory level from the working-set sweep (DRAM: the faster of its "
         f"plateau and the STREAM triad), from {limits.source}. Each column names the level its "
         "working set fits in: a point is bound by that level's roof, and a point above it ran "
         "faster than the hardware allows (efficiency > 1).",
-        failed_note(stats, batches),
+        failed_note(view, batches),
     ]
     if not limits.theoretical_peak_flops_per_s and not limits.theoretical_bandwidth_Bps:
         notes.append("No theoretical ceiling is known for this device.")
@@ -217,8 +215,8 @@ def _mark_cell(ax: Axes, r: int, c: int, efficiency: float, flags: str) -> None:
 
 
 def draw_efficiency(inputs: FigureInputs) -> Figure:
-    stats = inputs.stats
-    present = variants(stats)
+    view, stats = inputs.view, inputs.stats
+    present = view.variants()
     rows = [(str(a), int(b)) for a in stats["arch"].values for b in stats["batch"].values]
     figure = new_figure(max(7.5, 1.05 * len(present) + 4), max(3.5, 0.36 * len(rows) + 2.2))
     ax = figure.subplots()
@@ -227,7 +225,7 @@ def draw_efficiency(inputs: FigureInputs) -> Figure:
     positive = shown[np.isfinite(shown) & (shown > 0)]
     if positive.size == 0:
         message_axes(ax, f"No efficiency to show: {stats.attrs.get('roofline', 'no limits')}")
-        add_note(figure, [failed_note(stats, None, "Failed")])
+        add_note(figure, [failed_note(view, None, "Failed")])
         return figure
     norm = LogNorm(vmin=min(positive.min(), 0.5), vmax=max(positive.max(), 1.0))
     image = ax.imshow(
@@ -265,7 +263,7 @@ def draw_efficiency(inputs: FigureInputs) -> Figure:
             "synchronization or a cost-model error. Dashed box: CV above the threshold or "
             "another process used the CPU. †: a compiled mode that ran uncompiled. Grey: no "
             "measurement.",
-            failed_note(stats, None, "Shown as failed"),
+            failed_note(view, None, "Shown as failed"),
         ],
     )
     return figure

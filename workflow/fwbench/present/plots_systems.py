@@ -15,10 +15,10 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from fwbench.io.dims import STATUS_OK
+from fwbench.io.dims import STATUS_OK, variants_in
 from fwbench.io.per_system import SYSTEM, SYSTEM_ATTRS, systems_of
+from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.present.figure_data import FigureInputs, variants
 from fwbench.present.style import add_note, group_offsets, new_figure, plain_log_ticks
 
 SYSTEM_COLORS = ("#4477AA", "#EE6677", "#228833", "#CCBB44", "#66CCEE", "#AA3377", "#BBBBBB")
@@ -33,15 +33,16 @@ def _system_line(stats: xr.Dataset, name: str) -> str:
     return f"{name}: {attrs.get('device', '?')} on {attrs.get('host', '?')}; {attrs['roofline']}"
 
 
-def draw_systems(stats: xr.Dataset, table_batch: int | None = None) -> Figure:
-    """Latency and own-roofline efficiency of every cell at the table batch, per system."""
+def draw_systems(stats: xr.Dataset) -> Figure:
+    """Latency and own-roofline efficiency of every cell at the table batch (the first
+    system's), per system."""
     systems = systems_of(stats) or ["(one system)"]
+    batch = StatsView(stats, systems_of(stats)[0] if systems_of(stats) else None).table_batch
     if SYSTEM not in stats.dims:
         stats = stats.expand_dims({SYSTEM: systems})
-    batch = FigureInputs(stats, table_batch=table_batch).batch
     at_batch = stats.sel(batch=batch)
     archs = [str(a) for a in stats["arch"].values]
-    pairs = variants(stats)
+    pairs = variants_in(stats)
     figure = new_figure(max(6.0, 2.4 * len(archs) + 1.5), 6.5)
     axes = figure.subplots(len(PANELS), len(archs), squeeze=False, sharey="row")
     offsets, width = group_offsets(len(systems))

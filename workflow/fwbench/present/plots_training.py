@@ -19,8 +19,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from fwbench.io.dims import STATUS_ABSENT, STATUS_FAILED, STATUS_OK
-from fwbench.present.figure_data import listed, variants
+from fwbench.io.dims import STATUS_ABSENT, STATUS_FAILED, STATUS_OK, variants_in
+from fwbench.present.figure_data import listed
 from fwbench.present.style import (
     FLAG_COLOR,
     add_note,
@@ -60,7 +60,7 @@ def _failed_runs(train: xr.Dataset) -> list[str]:
 
 
 def draw_training_time(train: xr.Dataset) -> Figure:
-    groups, present = _run_groups(train), variants(train)
+    groups, present = _run_groups(train), variants_in(train)
     figure = new_figure(11, 1.4 + 0.45 * max(len(present) * len(groups), 4))
     time_ax, target_ax = figure.subplots(1, 2, sharey=True)
     figure.suptitle("Training cost per run: lower is better")
@@ -131,7 +131,7 @@ def _training_time_axes(time_ax, target_ax, train: xr.Dataset, labels: list[str]
 
 
 def draw_training_curves(train: xr.Dataset) -> Figure:
-    groups, present = _run_groups(train), variants(train)
+    groups, present = _run_groups(train), variants_in(train)
     cols = min(len(groups), 2)
     figure = new_figure(5.5 * cols + 1.8, 4.2 * math.ceil(len(groups) / cols) + 0.4)
     axes = figure.subplots(math.ceil(len(groups) / cols), cols, squeeze=False, sharey=True)

@@ -13,23 +13,23 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from fwbench import frameworks
-from fwbench.io.dims import STATUS_OK
+from fwbench.io.dims import STATUS_OK, CellKey
+from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.present.figure_data import FigureInputs, cell_value, failed_note, variants
+from fwbench.present.figure_data import FigureInputs, failed_note
 from fwbench.present.format import fixed
 from fwbench.present.style import add_note, new_figure
 from fwbench.present.tables import markdown_table
 
 # (stats variable, label, colour) of each stacked part, in the order a process pays them.
 PARTS = (
-    ("import_s", "import", "#BBBBBB"),
-    ("build_s", "build / load artifact", "#66CCEE"),
-    ("export_s", "export / convert (once, offline)", "#CCBB44"),
+    (V.import_s, "import", "#BBBBBB"),
+    (V.build_s, "build / load artifact", "#66CCEE"),
+    (V.export_s, "export / convert (once, offline)", "#CCBB44"),
     (V.first_call_s, "first call, cold cache", "#EE6677"),
 )
 TABLE_HEADER = [
@@ -51,46 +51,32 @@ def cache_kind(framework: str, mode: str) -> str:
     return ", ".join(names) if names else "none kept"
 
 
-def parts_of(stats: xr.Dataset, cell: tuple) -> dict[str, float]:
+def parts_of(view: StatsView, key: CellKey) -> dict[str, float]:
     """A measured cell's start-up parts in seconds (NaN where a part does not apply)."""
-    return {name: float(cell_value(stats, name, cell)) for name, _, _ in PARTS if name in stats}
+    return {name: float(view.value(name, key)) for name, _, _ in PARTS}
 
 
-def warm_first_call(stats: xr.Dataset, cell: tuple) -> float:
-    """The later processes' first call, warm from process 0's on-disk cache (NaN: none)."""
-    if "first_call_warm_s" not in stats:
-        return math.nan
-    return float(cell_value(stats, "first_call_warm_s", cell))
-
-
-def time_to_first_answer(parts: dict[str, float]) -> float:
-    """A fresh process's wait for its first answer: import, build, first call (the export is
-    paid once, offline, so it is not in it); NaN where one is unknown."""
-    return sum(parts.get(name, math.nan) for name in ("import_s", "build_s", V.first_call_s))
-
-
-def _cells(stats: xr.Dataset, batch: int) -> list[tuple]:
-    return [
-        (framework, mode, str(arch), batch)
-        for arch in stats["arch"].values
-        for framework, mode in variants(stats)
-        if cell_value(stats, "status", (framework, mode, str(arch), batch)) == STATUS_OK
+def _cells(view: StatsView, batch: int) -> list[CellKey]:
+    keys = [
+        CellKey(framework, mode, arch, batch)
+        for arch in view.archs()
+        for framework, mode in view.variants()
     ]
+    return [key for key in keys if view.value(V.status, key) == STATUS_OK]
 
 
-def startup_table(stats: xr.Dataset, batch: int) -> str:
+def startup_table(view: StatsView, batch: int) -> str:
     rows = []
-    for cell in _cells(stats, batch):
-        parts = parts_of(stats, cell)
-        warm = warm_first_call(stats, cell)
+    for key in _cells(view, batch):
+        parts = parts_of(view, key)
         rows.append(
             [
-                f"{cell[0]}/{cell[1]}",
-                cell[2],
+                f"{key.framework}/{key.mode}",
+                key.arch,
                 *(fixed(parts.get(name), digits=3) for name, _, _ in PARTS),
-                fixed(warm, digits=3),
-                fixed(time_to_first_answer(parts), digits=2),
-                cache_kind(cell[0], cell[1]),
+                fixed(view.value(V.first_call_warm_s, key), digits=3),
+                fixed(view.value(V.first_answer_s, key), digits=2),
+                cache_kind(key.framework, key.mode),
             ]
         )
     return markdown_table(TABLE_HEADER, rows)
@@ -99,17 +85,17 @@ def startup_table(stats: xr.Dataset, batch: int) -> str:
 def draw_startup(inputs: FigureInputs) -> Figure:
     """Stacked bars of each variant's start-up parts, one panel per architecture at the
     table batch; a dot marks the time to first answer with a warm compile cache."""
-    stats, batch = inputs.stats, inputs.batch
-    archs = [str(a) for a in stats["arch"].values]
-    pairs = variants(stats)
+    view, batch = inputs.view, inputs.batch
+    archs = view.archs()
+    pairs = view.variants()
     figure = new_figure(max(6.0, 2.4 * len(archs) + 1.5), 4.5)
     axes = figure.subplots(1, len(archs), squeeze=False, sharey=True)[0]
     for ax, arch in zip(axes, archs, strict=True):
         for v, (framework, mode) in enumerate(pairs):
-            cell = (framework, mode, arch, batch)
-            if cell_value(stats, "status", cell) != STATUS_OK:
+            key = CellKey(framework, mode, arch, batch)
+            if view.value(V.status, key) != STATUS_OK:
                 continue
-            _stack(ax, v, stats, cell)
+            _stack(ax, v, view, key)
         ax.set_xticks(range(len(pairs)), [f"{f} {m}" for f, m in pairs], fontsize=6)
         ax.tick_params(axis="x", labelrotation=90)
         ax.set_title(f"{arch}, batch {batch}", fontsize=9)
@@ -120,17 +106,16 @@ def draw_startup(inputs: FigureInputs) -> Figure:
     return figure
 
 
-def _stack(ax, x: int, stats: xr.Dataset, cell: tuple) -> None:
+def _stack(ax, x: int, view: StatsView, key: CellKey) -> None:
     bottom = 0.0
-    parts = parts_of(stats, cell)
+    parts = parts_of(view, key)
     for name, _, color in PARTS:
         height = parts.get(name, math.nan)
         if np.isfinite(height) and height > 0:
             ax.bar(x, height, 0.7, bottom=bottom, color=color, edgecolor="0.2", linewidth=0.3)
             bottom += height
-    warm = warm_first_call(stats, cell)
-    if np.isfinite(warm):
-        ready = time_to_first_answer(parts | {V.first_call_s: warm})
+    ready = view.value(V.first_answer_warm_s, key)
+    if np.isfinite(ready):
         ax.plot([x], [ready], "o", color="black", markersize=3)
 
 
@@ -140,5 +125,5 @@ def _notes(inputs: FigureInputs) -> list[str]:
         "processes' first call, warm from process 0's on-disk cache (none: no dot). "
         "The export is paid once, offline: stacked, but not in the time to first answer."
     ]
-    failed = failed_note(inputs.stats, [inputs.batch])
+    failed = failed_note(inputs.view, [inputs.batch])
     return notes + [note for note in (inputs.batch_note(), failed) if note]

@@ -1,4 +1,5 @@
-"""The figures' common look: one colour per framework, one marker per mode, notes, saving.
+"""The figures' common look: one colour per variant, one marker per mode, value labels that
+keep clear of each other, notes, saving.
 
 Every figure is a `matplotlib.figure.Figure` with constrained layout, made without pyplot (no
 global state, the Agg canvas), and saved as PNG and SVG by `save_figure`, atomically. The
@@ -18,25 +19,41 @@ import numpy as np
 matplotlib.use("Agg")
 
 from matplotlib.axes import Axes  # noqa: E402 (after the backend is chosen)
-from matplotlib.colors import to_rgba  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.colors import to_hex, to_rgb, to_rgba  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogFormatter  # noqa: E402
 
+from fwbench import frameworks  # noqa: E402
 from fwbench.io.atomic import atomic_path  # noqa: E402
 from fwbench.io.dims import EAGER_MODE  # noqa: E402
 
 # Okabe–Ito colours (distinguishable with every common colour-vision deficiency); the same
-# framework has the same colour in every figure.
+# framework has the same hue in every figure.
 FRAMEWORK_COLORS = {"torch": "#D55E00", "jax": "#0072B2", "tensorflow": "#009E73"}
 _SPARE_COLORS = ("#CC79A7", "#E69F00", "#56B4E9", "#000000")
+# A variant's colour: its framework's hue family, one shade per non-eager mode in the order the
+# framework registry lists them (compiled variants and unknown modes after them), neighbours
+# apart in lightness so that they also differ in grey; eager is the framework colour, pale and
+# hatched in bars, hollow in markers. The first shade is the framework colour.
+FRAMEWORK_SHADES = {
+    "torch": ("#D55E00", "#7F2704", "#E69F00", "#F4A582", "#CB181D"),
+    "jax": ("#0072B2", "#56B4E9", "#6A51A3", "#08306B", "#BCBDDC"),
+    "tensorflow": ("#009E73", "#00441B", "#A6D854", "#6B8E23", "#99D8C9"),
+}
+_SPARE_SHADES = (0.0, 0.6, 0.3, 0.75, 0.45)  # an unknown framework's: mixed towards white
+SHADE_COUNT = 5
 MODE_MARKERS = {EAGER_MODE: "o", "compiled": "s", "jit": "s", "function": "^", "xla": "D"}
-MODE_HATCHES = {EAGER_MODE: "///", "function": ".."}
+EAGER_HATCH = "///"
 FLAG_COLOR = "#C00000"
 NEUTRAL_COLOR = "0.35"
 MIN_DPI = 150
 GIGA = 1e9  # FLOP/s → GFLOP/s, B/s → GB/s
+LABEL_SIZE = 6.5  # value labels on bars (points)
+LABEL_ROOM_PT = 10.0  # the least bar width that holds a vertical value label
 
 
 def framework_color(framework: str) -> str:
@@ -44,6 +61,29 @@ def framework_color(framework: str) -> str:
     if framework in FRAMEWORK_COLORS:
         return FRAMEWORK_COLORS[framework]
     return _SPARE_COLORS[zlib.crc32(framework.encode()) % len(_SPARE_COLORS)]
+
+
+def _shade_index(framework: str, mode: str) -> int:
+    """Where a non-eager mode sits among its framework's shades: its place among the
+    registry's modes, else after them (stable per name)."""
+    known = [m for m in frameworks.MODES.get(framework, ()) if m != EAGER_MODE]
+    if mode in known:
+        return known.index(mode)
+    return len(known) + zlib.crc32(mode.encode()) % max(1, SHADE_COUNT - len(known))
+
+
+def variant_color(framework: str, mode: str) -> str:
+    """The colour of a (framework, mode) in every figure: eager gets the framework colour,
+    each other mode a shade of the framework's hue family (for a framework without one, its
+    spare colour mixed towards white)."""
+    if mode == EAGER_MODE:
+        return framework_color(framework)
+    index = _shade_index(framework, mode)
+    if framework in FRAMEWORK_SHADES:
+        shades = FRAMEWORK_SHADES[framework]
+        return shades[index % len(shades)]
+    amount = _SPARE_SHADES[index % len(_SPARE_SHADES)]
+    return to_hex((1 - amount) * np.array(to_rgb(framework_color(framework))) + amount)
 
 
 def mode_marker(mode: str) -> str:
@@ -55,8 +95,9 @@ def variant_label(framework: str, mode: str) -> str:
 
 
 def marker_style(framework: str, mode: str) -> dict[str, object]:
-    """Scatter/line style of a variant: eager hollow, compiled modes filled."""
-    color = framework_color(framework)
+    """Scatter/line style of a variant: its colour (variant_color); eager hollow, the other
+    modes filled."""
+    color = variant_color(framework, mode)
     return {
         "marker": mode_marker(mode),
         "color": color,
@@ -67,15 +108,17 @@ def marker_style(framework: str, mode: str) -> dict[str, object]:
 
 
 def bar_style(framework: str, mode: str) -> dict[str, object]:
-    """Bar style of a variant: eager pale and hatched, compiled modes solid."""
-    color = framework_color(framework)
-    eager = mode == EAGER_MODE
-    return {
-        "facecolor": to_rgba(color, 0.3 if eager else 0.9),
-        "edgecolor": color,
-        "hatch": MODE_HATCHES.get(mode, ""),
-        "linewidth": 1.0,
-    }
+    """Bar style of a variant: eager pale and hatched in its framework colour, the other modes
+    solid in their own shade (variant_color) with a thin dark edge between neighbours."""
+    color = variant_color(framework, mode)
+    if mode == EAGER_MODE:
+        return {
+            "facecolor": to_rgba(color, 0.4),
+            "edgecolor": color,
+            "hatch": EAGER_HATCH,
+            "linewidth": 1.0,
+        }
+    return {"facecolor": to_rgba(color), "edgecolor": "0.15", "linewidth": 0.5}
 
 
 def variant_handles(variants: Sequence[tuple[str, str]], bars: bool = False) -> list[object]:
@@ -90,6 +133,17 @@ def variant_handles(variants: Sequence[tuple[str, str]], bars: bool = False) -> 
     ]
 
 
+def ci_yerr(median: np.ndarray, low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """Asymmetric error bars; zero where the CI is unknown (fewer than two samples)."""
+    return np.nan_to_num(np.vstack([median - low, high - median]), nan=0.0).clip(min=0.0)
+
+
+def mark_failed(ax: Axes, x: float) -> None:
+    """A red × at the foot of the slot where a failed cell's bar would be."""
+    transform = ax.get_xaxis_transform()
+    ax.plot(x, 0.02, marker="x", color=FLAG_COLOR, transform=transform, ms=7, clip_on=False)
+
+
 def place_legend(figure: Figure, handles: Sequence[object], spare: Sequence[Axes] = ()) -> None:
     """The legend in the first unused panel of a grid when there is one (turned off), else
     outside the axes on the right, clear of a suptitle."""
@@ -101,16 +155,71 @@ def place_legend(figure: Figure, handles: Sequence[object], spare: Sequence[Axes
 
 
 def new_figure(width_in: float, height_in: float) -> Figure:
+    """A constrained-layout figure on an Agg canvas (whose renderer measures text)."""
     figure = Figure(figsize=(width_in, height_in), layout="constrained")
     figure.get_layout_engine().set(h_pad=0.06, w_pad=0.06)
+    FigureCanvasAgg(figure)
     return figure
+
+
+def bar_figure_width(groups: int, bars: int, group_in: float = 1.7, min_in: float = 8.0) -> float:
+    """A grouped bar figure's width (inches): `group_in` per group, or more where `bars` bars
+    side by side (group_offsets: 0.8 of a group) would be narrower than a vertical value label
+    is tall (LABEL_ROOM_PT), plus room for the axis label and the legend."""
+    per_group = max(group_in, bars * LABEL_ROOM_PT / 72 / 0.8)
+    return max(min_in, per_group * groups + 3.0)
+
+
+def value_labels(
+    ax: Axes, x: np.ndarray, ends: np.ndarray, texts: Sequence[str], up: np.ndarray, colors=None
+) -> list[Text]:
+    """One vertical label per bar, at x, just beyond `ends` (the bar's end or its whisker's,
+    whichever is further out): above where `up`, below elsewhere. Vertical labels in bars at
+    least LABEL_ROOM_PT wide cannot meet a neighbour's; keep_labels_inside then makes room."""
+    colors = colors if colors is not None else ["0.1"] * len(texts)
+    return [
+        ax.annotate(
+            text,
+            (xi, end),
+            xytext=(0, 2 if is_up else -2),
+            textcoords="offset points",
+            rotation=90,
+            ha="center",
+            va="bottom" if is_up else "top",
+            fontsize=LABEL_SIZE,
+            color=color,
+        )
+        for xi, end, text, is_up, color in zip(x, ends, texts, up, colors, strict=True)
+    ]
+
+
+def keep_labels_inside(ax: Axes, labels: Sequence[Text], rounds: int = 12) -> None:
+    """Widen the y range (log or linear) until every label lies inside the axes; call it last,
+    once the legend and notes are placed, since the layout moves the axes."""
+    if not labels:
+        return
+    figure = ax.get_figure()
+    log = ax.get_yscale() == "log"
+    forward, back = (np.log10, lambda v: 10.0**v) if log else (np.asarray, np.asarray)
+    for _ in range(rounds):
+        figure.draw_without_rendering()
+        renderer = figure.canvas.get_renderer()
+        box = ax.get_window_extent(renderer)
+        extents = [label.get_window_extent(renderer) for label in labels]
+        over = max(e.y1 for e in extents) - (box.y1 - 3)
+        under = (box.y0 + 3) - min(e.y0 for e in extents)
+        if over <= 0.5 and under <= 0.5:
+            return
+        low, high = forward(np.array(ax.get_ylim(), dtype=float))
+        per_px = 1.2 * (high - low) / box.height
+        ax.set_ylim(back(low - max(under, 0) * per_px), back(high + max(over, 0) * per_px))
 
 
 def plain_log_ticks(ax: Axes, axis: str = "y") -> None:
     """Log-axis ticks as plain numbers (100, 1000, 0.5) rather than powers of ten; on an axis
     spanning under one decade, some minor ticks are labelled too (2, 3, 5)."""
     target = ax.yaxis if axis == "y" else ax.xaxis
-    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}" if v < 1000 else f"{v:,.0f}"))
     target.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
 
 

@@ -1,4 +1,5 @@
-"""The Markdown tables of results/summary/<system>/tables/, rendered from the stats Dataset.
+"""The Markdown tables of results/summary/<system>/tables/, rendered from one system's stats.nc
+(through its view) by the `tables` rule; the list of tables: fwbench.present.catalog.TABLES.
 
 latency (median µs at the table batch, fastest per row in bold), compile_speedup, efficiency,
 winners, failed, flagged. Failed cells show "failed" where a number would be (failed.md: why)."""
@@ -10,17 +11,19 @@ import os
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
-import xarray as xr
 
 from fwbench.analysis.significance import WINNER
 from fwbench.io.atomic import write_text
-from fwbench.io.dims import CELL_DIMS, EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK
+from fwbench.io.dims import EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK, CellKey
+from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.present.figure_data import cell_value
-from fwbench.present.format import MISSING, fixed, percent
+from fwbench.present import catalog
+from fwbench.present.figure_data import batch_note
+from fwbench.present.format import MISSING, fixed, p_value, percent, speedup_with_ci
 
 FAILED_MARK = "failed"
-TABLES = ("latency", "compile_speedup", V.efficiency, "winners", "failed", "flagged")
+SPEEDUP_WITH_CI = (V.speedup_vs_eager, V.speedup_ci_low, V.speedup_ci_high)
+TABLES = tuple(catalog.table_names())
 
 
 def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
@@ -35,61 +38,37 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> s
     return "\n".join(lines) + "\n"
 
 
-def _cells(summary: xr.Dataset, where: np.ndarray) -> Iterable[tuple[str, str, str, int]]:
-    """(framework, mode, arch, batch) of the positions where `where` holds, in table order:
-    arch, batch, framework, mode."""
-    frameworks, modes, archs, batches = (summary[d].values.tolist() for d in CELL_DIMS)
-    for a, b, f, m in np.ndindex(len(archs), len(batches), len(frameworks), len(modes)):
-        if where[f, m, a, b]:
-            yield frameworks[f], modes[m], archs[a], batches[b]
+def _cells(view: StatsView, where: np.ndarray) -> list[CellKey]:
+    """The cells where `where` (over CELL_DIMS) holds, in table order: arch, batch, framework,
+    mode (the order of the stats file's coordinates within each)."""
+    order = {name: i for i, name in enumerate(view.archs())}
+    frameworks = view.ds["framework"].values.tolist()
+    modes = view.ds["mode"].values.tolist()
+    return sorted(
+        view.keys_where(where),
+        key=lambda k: (order[k.arch], k.batch, frameworks.index(k.framework), modes.index(k.mode)),
+    )
 
 
-def _status(summary: xr.Dataset) -> np.ndarray:
-    return summary["status"].transpose(*CELL_DIMS).values
-
-
-def latency_table(summary: xr.Dataset, batch: int) -> str:
+def latency_table(view: StatsView) -> str:
+    batch = view.table_batch
     title = f"# Median latency (µs) at batch {batch}\n\n"
-    if batch not in summary["batch"].values:
-        measured = ", ".join(str(b) for b in summary["batch"].values)
-        return title + f"No cells at batch {batch} (batches measured: {measured}).\n"
-    at_batch = summary.sel(batch=batch)
-    status = at_batch["status"].transpose("arch", "framework", "mode").values
+    if batch != view.wanted_batch:
+        title += f"{batch_note(view)}\n\n"
+    status = view.ds[V.status].sel(batch=batch).transpose("arch", "framework", "mode").values
+    median = view.ds[V.median_s].sel(batch=batch).transpose("arch", "framework", "mode").values
     variants = [
         (f, m)
-        for f, framework in enumerate(summary["framework"].values)
-        for m, mode in enumerate(summary["mode"].values)
+        for f in range(status.shape[1])
+        for m in range(status.shape[2])
         if (status[:, f, m] != STATUS_ABSENT).any()
     ]
-    median = at_batch[V.median_s].transpose("arch", "framework", "mode").values
-    rows = []
-    for a, arch in enumerate(summary["arch"].values):
-        medians = [median[a, f, m] for f, m in variants]
-        fastest = int(np.nanargmin(medians)) if not np.all(np.isnan(medians)) else -1
-        row: list[object] = [arch]
-        for i, (f, m) in enumerate(variants):
-            if status[a, f, m] == STATUS_FAILED:
-                row.append(FAILED_MARK)
-            elif i == fastest:
-                row.append(f"**{fixed(medians[i], 1e6)}**")
-            else:
-                row.append(fixed(medians[i], 1e6))
-        verdict = at_batch["winner_verdict"].sel(arch=arch, scope="all").item()
-        tied = at_batch["winner_tied"].sel(arch=arch, scope="all").item()
-        winner = at_batch["winner"].sel(arch=arch, scope="all").item()
-        row.append(
-            f"{WINNER}: {winner}"
-            if verdict == WINNER
-            else f"{verdict}: {tied}"
-            if tied
-            else verdict
-        )
-        rows.append(row)
-    header = (
-        ["arch"]
-        + [f"{summary['framework'].values[f]}/{summary['mode'].values[m]}" for f, m in variants]
-        + ["verdict"]
-    )
+    rows = [
+        [arch, *_latency_cells(status[a], median[a], variants), _verdict(view, arch, batch)]
+        for a, arch in enumerate(view.archs())
+    ]
+    frameworks, modes = view.ds["framework"].values, view.ds["mode"].values
+    header = ["arch", *(f"{frameworks[f]}/{modes[m]}" for f, m in variants), "verdict"]
     note = (
         "Fastest median per row in **bold** (flagged cells included: flagged.md); verdict: the "
         "winner among unflagged cells, or the tie (winners.md). "
@@ -99,38 +78,55 @@ def latency_table(summary: xr.Dataset, batch: int) -> str:
     return title + note + markdown_table(header, rows)
 
 
-def compile_speedup_table(summary: xr.Dataset) -> str:
-    compiled_modes = summary["mode"].values != EAGER_MODE
-    status = _status(summary)
-    where = (status != STATUS_ABSENT) & compiled_modes[None, :, None, None]
+def _latency_cells(status: np.ndarray, median: np.ndarray, variants: list) -> list[str]:
+    """One row's medians (framework × mode arrays), the fastest in bold."""
+    medians = [median[f, m] for f, m in variants]
+    fastest = int(np.nanargmin(medians)) if not np.all(np.isnan(medians)) else -1
+    cells = []
+    for i, (f, m) in enumerate(variants):
+        if status[f, m] == STATUS_FAILED:
+            cells.append(FAILED_MARK)
+        elif i == fastest:
+            cells.append(f"**{fixed(medians[i], 1e6)}**")
+        else:
+            cells.append(fixed(medians[i], 1e6))
+    return cells
+
+
+def _verdict(view: StatsView, arch: str, batch: int) -> str:
+    row = view.ds.sel(arch=arch, batch=batch, scope="all")
+    verdict, tied, winner = (
+        row[name].item() for name in ("winner_verdict", "winner_tied", "winner")
+    )
+    if verdict == WINNER:
+        return f"{WINNER}: {winner}"
+    return f"{verdict}: {tied}" if tied else verdict
+
+
+def compile_speedup_table(view: StatsView) -> str:
+    compiled_modes = view.ds["mode"].values != EAGER_MODE
+    where = (view.status() != STATUS_ABSENT) & compiled_modes[None, :, None, None]
+    has_eager = EAGER_MODE in view.ds["mode"].values
     rows = []
-    for cell in _cells(summary, where):
-        framework, mode, arch, batch = cell
-        eager = (framework, EAGER_MODE, arch, batch)
-        has_eager = EAGER_MODE in summary["mode"].values
-        eager_status = cell_value(summary, "status", eager) if has_eager else ""
-        if cell_value(summary, "status", cell) != STATUS_OK or eager_status != STATUS_OK:
-            failed = "compiled" if cell_value(summary, "status", cell) != STATUS_OK else "eager"
-            rows.append([framework, mode, arch, batch] + [f"{failed} {FAILED_MARK}"] + [""] * 5)
+    for key in _cells(view, where):
+        eager = key.with_mode(EAGER_MODE)
+        eager_status = view.value(V.status, eager) if has_eager else ""
+        if view.value(V.status, key) != STATUS_OK or eager_status != STATUS_OK:
+            failed = "compiled" if view.value(V.status, key) != STATUS_OK else "eager"
+            rows.append([*key.values(), f"{failed} {FAILED_MARK}"] + [""] * 5)
             continue
-        low = cell_value(summary, "speedup_ci_low", cell)
-        high = cell_value(summary, "speedup_ci_high", cell)
         rows.append(
             [
-                framework,
-                mode,
-                arch,
-                batch,
-                f"{fixed(cell_value(summary, V.speedup_vs_eager, cell), digits=2)} "
-                f"[{fixed(low, digits=2)}, {fixed(high, digits=2)}]",
-                fixed(cell_value(summary, V.median_s, eager), 1e6),
-                fixed(cell_value(summary, V.median_s, cell), 1e6),
-                fixed(cell_value(summary, V.first_call_s, cell), digits=3),
-                fixed(cell_value(summary, "compile_overhead_s", cell), digits=3),
-                fixed(cell_value(summary, "break_even_iterations", cell), digits=0),
+                *key.values(),
+                speedup_with_ci(*(view.value(name, key) for name in SPEEDUP_WITH_CI)),
+                fixed(view.value(V.median_s, eager), 1e6),
+                fixed(view.value(V.median_s, key), 1e6),
+                fixed(view.value(V.first_call_s, key), digits=3),
+                fixed(view.value(V.compile_overhead_s, key), digits=3),
+                fixed(view.value(V.break_even_iterations, key), digits=0),
             ]
         )
-    confidence = summary.attrs.get("stats_confidence", math.nan)
+    confidence = view.attrs.get("stats_confidence", math.nan)
     header = [
         "framework",
         "mode",
@@ -151,25 +147,23 @@ def compile_speedup_table(summary: xr.Dataset) -> str:
     )
 
 
-def efficiency_table(summary: xr.Dataset) -> str:
+def efficiency_table(view: StatsView) -> str:
     rows = []
-    for cell in _cells(summary, _status(summary) == STATUS_OK):
-        efficiency = cell_value(summary, V.efficiency, cell)
+    for key in _cells(view, view.status() == STATUS_OK):
+        efficiency = view.value(V.efficiency, key)
         rows.append(
             [
-                cell[2],
-                cell[3],
-                f"{cell[0]}/{cell[1]}",
-                fixed(cell_value(summary, "arithmetic_intensity", cell), digits=2),
-                fixed(cell_value(summary, "achieved_flops_per_s", cell), 1e-9, 2),
-                fixed(cell_value(summary, "lower_bound_s", cell), 1e6, 2),
-                fixed(cell_value(summary, V.median_s, cell), 1e6),
+                key.arch,
+                key.batch,
+                f"{key.framework}/{key.mode}",
+                fixed(view.value(V.arithmetic_intensity, key), digits=2),
+                fixed(view.value(V.achieved_flops_per_s, key), 1e-9, 2),
+                fixed(view.value(V.lower_bound_s, key), 1e6, 2),
+                fixed(view.value(V.median_s, key), 1e6),
                 fixed(efficiency, digits=3),
-                cell_value(summary, "memory_level", cell) if "memory_level" in summary else "",
-                cell_value(summary, "bound", cell),
-                fixed(cell_value(summary, "dram_efficiency", cell), digits=3)
-                if "dram_efficiency" in summary
-                else "",
+                view.value(V.memory_level, key),
+                view.value(V.bound, key),
+                fixed(view.value(V.dram_efficiency, key), digits=3),
                 "invalid_fast" if efficiency > 1 else "",
             ]
         )
@@ -189,7 +183,7 @@ def efficiency_table(summary: xr.Dataset) -> str:
     ]
     return (
         "# Roofline efficiency: lower bound / median\n\n"
-        f"Limits: {summary.attrs.get('roofline', 'unknown')}.\n"
+        f"Limits: {view.attrs.get('roofline', 'unknown')}.\n"
         "Lower bound = max(FLOPs / peak, bytes / bandwidth of the memory level the cell's "
         "working set fits in, `level`); the DRAM-roof efficiency uses the STREAM triad for "
         "every cell. Efficiency is not clamped: above 1 (against the level's roof) means faster "
@@ -198,7 +192,8 @@ def efficiency_table(summary: xr.Dataset) -> str:
     )
 
 
-def winners_table(summary: xr.Dataset) -> str:
+def winners_table(view: StatsView) -> str:
+    summary = view.ds
     rows = []
     for arch in summary["arch"].values:
         for batch in summary["batch"].values:
@@ -215,9 +210,9 @@ def winners_table(summary: xr.Dataset) -> str:
                         fixed(row["winner_fastest_median_s"].item(), 1e6),
                         row["winner_runner_up"].item(),
                         fixed(row["winner_runner_up_median_s"].item(), 1e6),
-                        fixed(row["winner_p_holm"].item(), digits=4),
+                        p_value(row["winner_p_holm"].item()),
                         row["winner_tied"].item(),
-                        row["winner_excluded"].item() if "winner_excluded" in row else "",
+                        row["winner_excluded"].item(),
                     ]
                 )
     header = [
@@ -249,10 +244,10 @@ def winners_table(summary: xr.Dataset) -> str:
     )
 
 
-def failed_table(summary: xr.Dataset) -> str:
+def failed_table(view: StatsView) -> str:
     rows = [
-        [*cell, cell_value(summary, "error_type", cell), cell_value(summary, "error", cell)]
-        for cell in _cells(summary, _status(summary) == STATUS_FAILED)
+        [*key.values(), view.value(V.error_type, key), view.value(V.error, key)]
+        for key in _cells(view, view.status() == STATUS_FAILED)
     ]
     if not rows:
         return "# Failed cells\n\nNo cell failed.\n"
@@ -260,41 +255,33 @@ def failed_table(summary: xr.Dataset) -> str:
     return "# Failed cells\n\n" + markdown_table(header, rows)
 
 
-def flagged_table(summary: xr.Dataset) -> str:
-    flags = summary["flags"].transpose(*CELL_DIMS).values
+def flagged_table(view: StatsView) -> str:
     rows = [
         [
-            *cell,
-            cell_value(summary, "flags", cell),
-            fixed(cell_value(summary, "cv_pct", cell)),
-            fixed(cell_value(summary, "busy_cpu_other", cell), digits=2),
-            fixed(cell_value(summary, V.efficiency, cell), digits=3),
+            *key.values(),
+            view.value(V.flags, key),
+            fixed(view.value(V.cv_pct, key)),
+            fixed(view.value(V.busy_cpu_other, key), digits=2),
+            fixed(view.value(V.efficiency, key), digits=3),
         ]
-        for cell in _cells(summary, flags != "")
+        for key in _cells(view, view.values(V.flags) != "")
     ]
-    legend = "\n".join(f"- {line}" for line in summary.attrs.get("flags", "").split("; "))
+    legend = "\n".join(f"- {line}" for line in view.attrs.get("flags", "").split("; "))
     if not rows:
         return f"# Flagged cells\n\nNo cell is flagged.\n\n{legend}\n"
     header = ["framework", "mode", "arch", "batch", "flags", "CV %", "busy cores", V.efficiency]
     return f"# Flagged cells\n\n{legend}\n\n" + markdown_table(header, rows)
 
 
-def render_tables(summary: xr.Dataset) -> dict[str, str]:
-    """Every table as Markdown text, keyed by the names in TABLES."""
-    return {
-        "latency": latency_table(summary, int(summary.attrs["stats_table_batch"])),
-        "compile_speedup": compile_speedup_table(summary),
-        V.efficiency: efficiency_table(summary),
-        "winners": winners_table(summary),
-        "failed": failed_table(summary),
-        "flagged": flagged_table(summary),
-    }
+def render_tables(view: StatsView) -> dict[str, str]:
+    """Every table of the catalog as Markdown text, by name."""
+    return {entry.name: entry.resolve()(view) for entry in catalog.TABLES}
 
 
-def write_tables(summary: xr.Dataset, paths: Mapping[str, str | os.PathLike]) -> None:
-    """Every table of TABLES to its path (tables/*.md of the stats rule)."""
+def write_tables(view: StatsView, paths: Mapping[str, str | os.PathLike]) -> None:
+    """Every table of TABLES to its path (tables/*.md of the tables rule)."""
     missing = [name for name in TABLES if name not in paths]
     if missing:
         raise ValueError(f"no output path for the tables {', '.join(missing)}")
-    for name, text in render_tables(summary).items():
+    for name, text in render_tables(view).items():
         write_text(text, paths[name])

@@ -84,7 +84,21 @@ def aggregate_runs(
     for name, unit in (EPOCH_UNITS | SCALAR_UNITS).items():
         if name in stacked:
             stacked[name].attrs["units"] = unit
-    return stacked
+    return stacked.assign(run_totals(stacked))
+
+
+def run_totals(stacked: xr.Dataset) -> dict[str, xr.DataArray]:
+    """Per run, the one definition of its throughput and accuracy that every reader prints:
+    the median samples/s of the steady epochs (the second on: the first holds compilation,
+    reported apart as first_epoch_overhead_s), and the validation accuracy of the last epoch
+    measured (a failed run stops early)."""
+    steady = stacked["samples_per_s"].isel(epoch=slice(1, None)).median("epoch")
+    accuracy = stacked["val_accuracy"]
+    last_measured = accuracy.notnull().cumsum("epoch").argmax("epoch")
+    final = accuracy.isel(epoch=last_measured, drop=True)
+    steady.attrs = {"units": "1/s", "description": "median samples/s of epochs 2 and later"}
+    final.attrs = {"units": "1", "description": "validation accuracy after the last epoch"}
+    return {"steady_samples_per_s": steady, "final_val_accuracy": final}
 
 
 def summary_frame(stacked: xr.Dataset) -> pd.DataFrame:
@@ -94,10 +108,10 @@ def summary_frame(stacked: xr.Dataset) -> pd.DataFrame:
     scalars = [name for name in SCALAR_UNITS if name in stacked]
     frame = stacked[scalars + ["status", "error"]].to_dataframe().reset_index()
     frame = frame[frame["status"] != STATUS_ABSENT]
-    steady = stacked["samples_per_s"].isel(epoch=slice(1, None)).median("epoch")
-    accuracy = stacked["val_accuracy"]
-    last_measured = accuracy.notnull().cumsum("epoch").argmax("epoch")  # a failed run stops early
-    final = accuracy.isel(epoch=last_measured)
-    extra = xr.Dataset({"steady_samples_per_s": steady, "final_val_accuracy": final})
+    extra = xr.Dataset(
+        run_totals(stacked)
+        if "steady_samples_per_s" not in stacked
+        else {name: stacked[name] for name in ("steady_samples_per_s", "final_val_accuracy")}
+    )
     frame = frame.merge(extra.to_dataframe().reset_index(), on=list(keys), how="left")
     return frame[[*keys, "status", "final_val_accuracy", "steady_samples_per_s", *scalars, "error"]]

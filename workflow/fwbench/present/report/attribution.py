@@ -11,7 +11,6 @@ from fwbench.present.attribution import (
     step_table,
     unattributed,
 )
-from fwbench.present.figure_data import FigureInputs
 from fwbench.present.report.context import ReportContext, SystemPart
 
 METHOD = (
@@ -76,20 +75,19 @@ STEPS = (
 
 
 def attribution_section(context: ReportContext, part: SystemPart) -> str:
-    if "roof_s" not in part.stats:
-        return ""
-    batch = FigureInputs(part.stats).batch
-    missing = unattributed(part.stats, batch)
+    view = part.view
+    batch = view.table_batch
+    missing = unattributed(view, batch)
     without = (
         "\n\nWithout parts: " + "; ".join(f"`{variant}`: {why}" for variant, why in missing)
         if missing
         else ""
     )
-    gains = gain_table(part.stats, batch)
-    steps = step_table(part.stats, batch)
+    gains = gain_table(view, batch)
+    steps = step_table(view, batch)
     return (
         f"## Where the time goes (batch {batch})\n\n{METHOD}{without}\n\n"
-        f"{closure_note(part.stats)}\n\n{CROSS_CHECKS}\n\n{attribution_table(part.stats, batch)}"
+        f"{closure_note(view)}\n\n{CROSS_CHECKS}\n\n{attribution_table(view, batch)}"
         + (
             f"\nWhat compiling or exporting changed, part by part, against eager:\n\n{gains}"
             if gains

@@ -3,36 +3,39 @@ really ran compiled, its graphs, breaks and fallbacks, and the ops left to eager
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-import numpy as np
-import xarray as xr
-
-from fwbench.io.dims import STATUS_OK
-from fwbench.present.figure_data import variants
+from fwbench.io.stats_file import StatsView
+from fwbench.io.variables import V
 from fwbench.present.format import MISSING, fixed
 
 
-def compile_rows(stats: xr.Dataset, bench: xr.Dataset | None) -> list[list[Any]]:
+def compile_rows(view: StatsView) -> list[list[Any]]:
+    """One row per variant, from the per-variant compile evidence of stats.nc."""
     rows = []
-    for framework, mode in variants(stats):
-        cell = stats.sel(framework=framework, mode=mode)
-        ok = cell["status"].values == STATUS_OK
-        compiled = cell["compiled"].values[ok]
-        really = f"{int(np.nansum(compiled == 1))} of {int(ok.sum())} cells"
-        how, graphs, breaks, fallbacks = MISSING, MISSING, MISSING, MISSING
-        eager = _eager_ops(cell, ok)
-        if bench is not None:
-            at = bench.sel(framework=framework, mode=mode)
-            hows = sorted({str(h) for h in at["compile_how"].values[ok] if str(h)})
-            how = "; ".join(hows) or MISSING
-            graph_values = at["graph_count"].values[ok]
-            if np.isfinite(graph_values).any():
-                low, high = int(np.nanmin(graph_values)), int(np.nanmax(graph_values))
-                graphs = str(low) if low == high else f"{low}–{high}"
-            breaks = fixed(float(np.nansum(at["graph_breaks"].values[ok])), digits=0)
-            fallbacks = fixed(float(np.nansum(at["fallbacks"].values[ok])), digits=0)
-        rows.append([framework, mode, how, really, graphs, breaks, fallbacks, eager])
+    for framework, mode in view.variants():
+
+        def value(name: str, framework=framework, mode=mode) -> Any:
+            return view.of_variant(name, framework, mode)
+
+        low, high = value(V.variant_graphs_min), value(V.variant_graphs_max)
+        graphs = MISSING
+        if not math.isnan(low):
+            graphs = str(int(low)) if low == high else f"{int(low)}–{int(high)}"
+        ran = fixed(value(V.variant_cells), digits=0)
+        rows.append(
+            [
+                framework,
+                mode,
+                value(V.variant_compile_how) or MISSING,
+                f"{fixed(value(V.variant_compiled_cells), digits=0)} of {ran} cells",
+                graphs,
+                fixed(value(V.variant_graph_breaks), digits=0),
+                fixed(value(V.variant_fallbacks), digits=0),
+                value(V.variant_eager_ops) or "none",
+            ]
+        )
     return rows
 
 
@@ -48,11 +51,3 @@ RECURRENT_EAGER = (
     "sake on GPU). So rnn and lstm eager latencies compare a fused kernel with per-step "
     "dispatch, not the same computation path.\n"
 )
-
-
-def _eager_ops(cell: xr.Dataset, ok: np.ndarray) -> str:
-    """The distinct ops a variant's compiled graphs left to eager kernels, with the cells."""
-    if "eager_ops" not in cell:
-        return MISSING
-    found = sorted({str(text) for text in cell["eager_ops"].values[ok] if str(text)})
-    return "; ".join(found) or "none"

@@ -19,19 +19,14 @@ from typing import Any
 import pandas as pd
 import xarray as xr
 
-from fwbench.analysis.processes import pool
 from fwbench.io.artifact_file import read_manifest
-from fwbench.io.bench_file import read_bench
 from fwbench.io.common import read_netcdf
 from fwbench.io.dims import STATUS_ABSENT
-from fwbench.io.per_system import one_system, systems_of
-from fwbench.io.stats_file import read_stats
-from fwbench.present.hardware_summary import HardwareSummary, read_hardware_summary
+from fwbench.io.hardware_file import HardwareRecord, read_hardware_record
+from fwbench.io.per_system import systems_of
+from fwbench.io.stats_file import StatsView, read_stats
 
 PathLike = str | os.PathLike
-# What the report reads of the aggregate that stats.nc does not carry: how each cell compiled,
-# its graphs, breaks and fallbacks, the node it ran on, the framework's library versions.
-CELL_DETAILS = ("compile_how", "graph_count", "graph_breaks", "fallbacks", "host", "versions")
 
 
 @dataclass
@@ -45,7 +40,6 @@ class ReportInputs:
     equivalence: PathLike | None = None
     flops: PathLike | None = None
     figures: Sequence[PathLike] = ()
-    bench: PathLike | None = None  # results/aggregate/bench.nc: compile details and versions
     train_stats: Sequence[PathLike] = ()
     compare: Sequence[PathLike] = ()
     settings: Mapping[str, Any] = field(default_factory=dict)  # the config's bench section
@@ -60,12 +54,16 @@ class SystemPart:
 
     name: str | None
     described: str
-    stats: xr.Dataset
-    bench: xr.Dataset | None  # the cell details (CELL_DETAILS), one cell per position
-    hardware: HardwareSummary | None
+    view: StatsView  # the system's statistics
+    hardware: HardwareRecord | None
     tables: dict[str, Path]  # table name (file stem) → file
     figures: tuple[Path, ...]  # resolved
     artifacts: tuple[dict[str, Any], ...] = ()  # its artifact manifests (io.artifact_file)
+
+    @property
+    def stats(self) -> xr.Dataset:
+        """The system's stats.nc, as its view holds it."""
+        return self.view.ds
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,7 +82,6 @@ class ReportContext:
     stats: xr.Dataset  # every system's
     names: tuple[str, ...]  # the systems, in stats.nc's order; () without systems
     parts: tuple[SystemPart, ...]  # one per system (one with name None without systems)
-    bench: xr.Dataset | None
     equivalence: pd.DataFrame | None
     flops: pd.DataFrame | None
     training: tuple[LoadedFile, ...]
@@ -105,7 +102,6 @@ def load_context(inputs: ReportInputs, report_path: PathLike) -> ReportContext:
     """Read every input once; figure links will be relative to `report_path`'s directory."""
     stats = read_stats(inputs.stats)
     names = tuple(systems_of(stats))
-    bench = read_cell_details(inputs.bench) if inputs.bench else None
     hardware = hardware_by_system(inputs.hardware, names)
     tables = list(table_files(inputs.tables).values()) if _is_path(inputs.tables) else inputs.tables
     tables = _listed(tables)
@@ -114,8 +110,7 @@ def load_context(inputs: ReportInputs, report_path: PathLike) -> ReportContext:
         SystemPart(
             name=name,
             described=inputs.systems.get(name, "") if name else "",
-            stats=one_system(stats, name) if name else stats,
-            bench=one_system(bench, name) if bench is not None else None,
+            view=StatsView(stats, name),
             hardware=hardware[name],
             tables=table_files([p for p in tables if owner(p, names) == name]),
             figures=tuple(p.resolve() for p in _listed(inputs.figures) if owner(p, names) == name),
@@ -127,7 +122,6 @@ def load_context(inputs: ReportInputs, report_path: PathLike) -> ReportContext:
         stats=stats,
         names=names,
         parts=parts,
-        bench=bench,
         equivalence=read_checks(inputs.equivalence),
         flops=read_checks(inputs.flops),
         training=tuple(read_training(path) for path in _listed(inputs.train_stats)),
@@ -140,27 +134,19 @@ def load_context(inputs: ReportInputs, report_path: PathLike) -> ReportContext:
     )
 
 
-def read_cell_details(path: PathLike) -> xr.Dataset:
-    """The aggregate's CELL_DETAILS (with status and timings), a cell's processes pooled as
-    the statistics pool them."""
-    bench = read_bench(path)
-    keep = [name for name in ("status", "latency_s", *CELL_DETAILS) if name in bench]
-    return pool(bench[keep])
-
-
 def hardware_by_system(
     paths: PathLike | Sequence[PathLike] | None, names: Sequence[str]
-) -> dict[str | None, HardwareSummary | None]:
+) -> dict[str | None, HardwareRecord | None]:
     """{system: its hardware summary}; without systems {None: the first file's}."""
     paths = [paths] if paths is None or _is_path(paths) else list(paths)
     if not names:
-        return {None: read_hardware_summary(paths[0] if paths else None)}
+        return {None: read_hardware_record(paths[0] if paths else None)}
     if len(paths) != len(names):
         raise ValueError(f"{len(paths)} hardware files for the systems {list(names)}")
-    found: dict[str | None, HardwareSummary | None] = {}
+    found: dict[str | None, HardwareRecord | None] = {}
     sources: dict[str, PathLike] = {}
     for index, path in enumerate(paths):
-        summary = read_hardware_summary(path)
+        summary = read_hardware_record(path)
         system = (summary.system if summary else "") or names[index]
         if system not in names:
             raise ValueError(f"{path} is the hardware file of system {system!r}, not of {names}")

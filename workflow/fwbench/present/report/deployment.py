@@ -9,13 +9,13 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import xarray as xr
+import numpy as np
 
 from fwbench import frameworks
-from fwbench.analysis.speedups import best_in_framework
-from fwbench.io.dims import EAGER_MODE, STATUS_OK
+from fwbench.analysis.over_cells import ONNX_MODE
+from fwbench.io.dims import EAGER_MODE, STATUS_FAILED, STATUS_OK, CellKey
+from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.present.figure_data import cell_value
 from fwbench.present.format import MISSING, fixed, latency_us, percent
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.tables import markdown_table
@@ -45,7 +45,6 @@ INTRO = (
     "huggingface_hub, ...) to the jax environment for one path, and the two ONNX exporters "
     "measured already show what an exporter changes in one runtime."
 )
-ONNX_MODE = "onnxrt"
 
 
 def _path(manifest: Mapping[str, Any]) -> str:
@@ -86,56 +85,51 @@ def _cost_row(manifest: Mapping[str, Any]) -> list[Any]:
     ]
 
 
-def _median(stats: xr.Dataset, cell: tuple) -> str:
-    low, high = (cell_value(stats, f"median_ci_{end}_s", cell) for end in ("low", "high"))
-    median = latency_us(cell_value(stats, V.median_s, cell))
-    return f"{median} [{latency_us(low)}, {latency_us(high)}]"
+def _median(view: StatsView, key: CellKey) -> str:
+    low, high = (view.value(name, key) for name in (V.median_ci_low_s, V.median_ci_high_s))
+    return f"{latency_us(view.value(V.median_s, key))} [{latency_us(low)}, {latency_us(high)}]"
 
 
-def _speedup(stats: xr.Dataset, cell: tuple, name: str, low: str, high: str) -> str:
-    value = cell_value(stats, name, cell)
-    bounds = (fixed(cell_value(stats, key, cell), digits=2) for key in (low, high))
-    return f"{fixed(value, digits=2)}× [{', '.join(bounds)}]" if math.isfinite(value) else MISSING
+def _speedup(view: StatsView, key: CellKey, names: tuple[str, str, str]) -> str:
+    value, low, high = (view.value(name, key) for name in names)
+    return (
+        f"{fixed(value, digits=2)}× [{fixed(low, digits=2)}, {fixed(high, digits=2)}]"
+        if (math.isfinite(value))
+        else MISSING
+    )
 
 
-def _path_row(stats: xr.Dataset, cell: tuple) -> list[str]:
-    framework, mode, arch, batch = cell
-    if cell_value(stats, "status", cell) != STATUS_OK:
-        return [arch, batch, f"{framework}/{mode}", "failed", MISSING, MISSING, MISSING]
-    modes = stats["mode"].values.tolist()
-    medians = [cell_value(stats, V.median_s, (framework, m, arch, batch)) for m in modes]
-    best = best_in_framework(framework, modes, [float(v) for v in medians])
-    best_name = modes[best] if best is not None else MISSING
+VS_EAGER = (V.speedup_vs_eager, V.speedup_ci_low, V.speedup_ci_high)
+VS_BEST = (V.speedup_vs_best, V.speedup_vs_best_ci_low, V.speedup_vs_best_ci_high)
+
+
+def _path_row(view: StatsView, key: CellKey) -> list[Any]:
+    path = f"{key.framework}/{key.mode}"
+    if view.value(V.status, key) != STATUS_OK:
+        return [key.arch, key.batch, path, "failed", MISSING, MISSING, MISSING]
     return [
-        arch,
-        batch,
-        f"{framework}/{mode}",
-        _median(stats, cell),
-        _speedup(stats, cell, V.speedup_vs_eager, "speedup_ci_low", "speedup_ci_high"),
-        best_name,
-        _speedup(
-            stats, cell, "speedup_vs_best", "speedup_vs_best_ci_low", "speedup_vs_best_ci_high"
-        ),
+        key.arch,
+        key.batch,
+        path,
+        _median(view, key),
+        _speedup(view, key, VS_EAGER),
+        view.value(V.best_own_mode, key) or MISSING,
+        _speedup(view, key, VS_BEST),
     ]
 
 
-def _export_cells(stats: xr.Dataset) -> list[tuple]:
+def _export_cells(view: StatsView) -> list[CellKey]:
     """Every export-mode cell that was measured or failed, by architecture, batch and path."""
-    return [
-        (f, m, a, int(b))
-        for a in stats["arch"].values
-        for b in stats["batch"].values
-        for f in stats["framework"].values
-        for m in stats["mode"].values
-        if frameworks.is_export_mode(f, m)
-        and cell_value(stats, "status", (f, m, a, int(b))) in (STATUS_OK, "failed")
-    ]
+    ran = np.isin(view.status(), (STATUS_OK, STATUS_FAILED))
+    keys = [key for key in view.keys_where(ran) if frameworks.is_export_mode(*key.variant)]
+    archs = view.archs()
+    return sorted(keys, key=lambda k: (archs.index(k.arch), k.batch))
 
 
-def latency_table(stats: xr.Dataset) -> str:
+def latency_table(view: StatsView) -> str:
     """Each path's median beside its framework's eager and best own mode (> 1: the path is
     faster), with CIs."""
-    confidence = percent(stats.attrs.get("stats_confidence", math.nan))
+    confidence = percent(view.attrs.get("stats_confidence", math.nan))
     header = [
         "architecture",
         "batch",
@@ -145,26 +139,28 @@ def latency_table(stats: xr.Dataset) -> str:
         "best own mode",
         "vs best own mode [CI]",
     ]
-    return markdown_table(header, [_path_row(stats, cell) for cell in _export_cells(stats)])
+    return markdown_table(header, [_path_row(view, key) for key in _export_cells(view)])
 
 
-def onnx_exporters_table(stats: xr.Dataset) -> str:
+def onnx_exporters_table(view: StatsView) -> str:
     """The frameworks' ONNX exports in the one runtime, side by side: the same weights and
     runtime, so a difference is the exporter's. Empty where fewer than two export to ONNX."""
-    exporters = [f for f in stats["framework"].values if ONNX_MODE in frameworks.MODES[str(f)]]
-    exporters = [f for f in exporters if ONNX_MODE in stats["mode"].values]
+    exporters = [
+        f
+        for f in view.ds["framework"].values.tolist()
+        if ONNX_MODE in frameworks.MODES[str(f)] and ONNX_MODE in view.ds["mode"].values
+    ]
     if len(exporters) < 2:
         return ""
     rows = []
-    for arch in stats["arch"].values:
-        for batch in stats["batch"].values:
-            cells = [(f, ONNX_MODE, arch, int(batch)) for f in exporters]
-            medians = [cell_value(stats, V.median_s, c) for c in cells]
-            if all(not math.isfinite(v) for v in medians):
+    for arch in view.archs():
+        for batch in view.batches():
+            keys = [CellKey(f, ONNX_MODE, arch, batch) for f in exporters]
+            if all(not math.isfinite(view.value(V.median_s, key)) for key in keys):
                 continue
-            spread = max(medians) / min(medians) if all(map(math.isfinite, medians)) else math.nan
+            spread = view.ds[V.onnx_exporter_spread].sel(arch=arch, batch=batch).item()
             rows.append(
-                [arch, int(batch), *(_median(stats, c) for c in cells), fixed(spread, digits=2)]
+                [arch, batch, *(_median(view, key) for key in keys), fixed(spread, digits=2)]
             )
     header = [
         "architecture",
@@ -179,13 +175,13 @@ def deployment_section(context: ReportContext, part: SystemPart) -> str:
     if not part.artifacts:
         return ""
     manifests = sorted(part.artifacts, key=lambda m: (_path(m), m["arch"]))
-    exporters = onnx_exporters_table(part.stats)
+    exporters = onnx_exporters_table(part.view)
     return (
         "## Deployment paths\n\n"
         f"{INTRO}\n\nWhat each path exported:\n\n{support_matrix(manifests)}\n"
         "Each path's latency beside its framework's eager mode and its best own mode at the "
         "same batch (a ratio above 1: the deployed model is faster):\n\n"
-        f"{latency_table(part.stats)}\n"
+        f"{latency_table(part.view)}\n"
         + (
             "The ONNX exports of the frameworks in one runtime (ONNX Runtime, the same "
             f"weights): a difference is the exporter's.\n\n{exporters}\n"

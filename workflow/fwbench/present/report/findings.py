@@ -7,28 +7,21 @@ table or figure the finding names."""
 from __future__ import annotations
 
 import math
-from collections import Counter
 
-import numpy as np
-import xarray as xr
-
-from fwbench.analysis.flags import untrusted
 from fwbench.analysis.significance import ONLY, TIE, WINNER
-from fwbench.io.dims import CELL_DIMS, STATUS_FAILED, STATUS_OK
+from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.present.attribution import attributed_cells
-from fwbench.present.figure_data import FigureInputs, cell_value, variants
-from fwbench.present.format import fixed, latency_us, ratio
+from fwbench.present.format import fixed, latency_us, times
 from fwbench.present.report.context import ReportContext, SystemPart
 
 
-def _winner(stats: xr.Dataset, arch: str, batch: int) -> str:
-    row = stats.sel(arch=arch, batch=batch, scope="all")
+def _winner(view: StatsView, arch: str, batch: int) -> str:
+    row = view.ds.sel(arch=arch, batch=batch, scope="all")
     verdict = row["winner_verdict"].item()
     fastest, runner_up = (row[f"winner_{k}_median_s"].item() for k in ("fastest", "runner_up"))
     if verdict in (WINNER, ONLY):
         margin = (
-            f", {ratio(runner_up, fastest)} faster than "
+            f", {times(row['winner_runner_up_ratio'].item())} faster than "
             f"{row['winner_runner_up'].item()} ({fixed(runner_up, 1e6)} µs)"
             if verdict == WINNER
             else " (the only trusted variant)"
@@ -41,69 +34,68 @@ def _winner(stats: xr.Dataset, arch: str, batch: int) -> str:
     return f"`{arch}`: no trusted variant to compare"
 
 
-def winner_findings(stats: xr.Dataset, batch: int) -> list[str]:
-    lines = [_winner(stats, str(arch), batch) for arch in stats["arch"].values]
+def winner_findings(view: StatsView, batch: int) -> list[str]:
+    lines = [_winner(view, arch, batch) for arch in view.archs()]
     return [f"Winners at batch {batch} (winners table): " + "; ".join(lines) + "."]
 
 
-def _speedups(stats: xr.Dataset, framework: str, mode: str) -> dict[str, list[tuple]]:
-    """A compiled mode's cells as faster, slower or tied against eager (CI of the speedup)."""
-    found: dict[str, list[tuple]] = {"faster": [], "slower": [], "tied": []}
-    for arch in stats["arch"].values:
-        for batch in stats["batch"].values:
-            cell = (framework, mode, str(arch), int(batch))
-            value = float(cell_value(stats, V.speedup_vs_eager, cell))
-            if not math.isfinite(value):
-                continue
-            low, high = (float(cell_value(stats, f"speedup_ci_{e}", cell)) for e in ("low", "high"))
-            kind = "faster" if low > 1 else "slower" if high < 1 else "tied"
-            found[kind].append((value, float(cell_value(stats, "break_even_iterations", cell))))
-    return found
-
-
-def _span(values: list[float], digits: int, unit: str = "") -> str:
-    low, high = min(values), max(values)
+def _span(low: float, high: float, digits: int, unit: str = "") -> str:
     if low == high:
         return f"{fixed(low, digits=digits)}{unit}"
     return f"{fixed(low, digits=digits)}–{fixed(high, digits=digits)}{unit}"
 
 
-def compile_findings(stats: xr.Dataset) -> list[str]:
-    lines = []
-    for framework, mode in variants(stats, compiled_only=True):
-        found = _speedups(stats, framework, mode)
-        if not any(found.values()):
-            continue
-        parts = []
-        if found["faster"]:
-            evens = [b for _, b in found["faster"] if math.isfinite(b)]
-            calls = "call" if evens and max(evens) == 1 else "calls"
-            paid = f", paid back after {_span(evens, 0)} {calls}" if evens else ""
-            parts.append(
-                f"faster than eager in {len(found['faster'])} cells "
-                f"({_span([s for s, _ in found['faster']], 2, '×')}{paid})"
-            )
-        if found["slower"]:
-            slower = _span([s for s, _ in found["slower"]], 2, "×")
-            parts.append(f"slower in {len(found['slower'])} ({slower})")
-        if found["tied"]:
-            parts.append(f"no significant difference in {len(found['tied'])}")
-        lines.append(f"`{framework}/{mode}`: " + ", ".join(parts))
+def _compile_line(view: StatsView, framework: str, mode: str) -> str:
+    """A compiled mode against eager over its cells: how many faster, slower, undetermined."""
+
+    def value(name: str) -> float:
+        return view.of_variant(name, framework, mode)
+
+    parts = []
+    if faster := int(value(V.compile_faster_cells)):
+        low, high = value(V.break_even_min), value(V.break_even_max)
+        calls = "call" if high == 1 else "calls"
+        paid = f", paid back after {_span(low, high, 0)} {calls}" if math.isfinite(low) else ""
+        span = _span(value(V.compile_faster_min), value(V.compile_faster_max), 2, "×")
+        parts.append(f"faster than eager in {faster} cells ({span}{paid})")
+    if slower := int(value(V.compile_slower_cells)):
+        span = _span(value(V.compile_slower_min), value(V.compile_slower_max), 2, "×")
+        parts.append(f"slower in {slower} ({span})")
+    if undetermined := int(value(V.compile_undetermined_cells)):
+        parts.append(f"undetermined in {undetermined} (the speedup's CI holds 1)")
+    return f"`{framework}/{mode}`: " + ", ".join(parts) if parts else ""
+
+
+def compile_findings(view: StatsView) -> list[str]:
+    lines = [_compile_line(view, f, m) for f, m in view.variants(compiled_only=True)]
+    lines = [line for line in lines if line]
     if not lines:
         return []
     return ["Compiling (compile speedup table): " + "; ".join(lines) + "."]
 
 
-def attribution_findings(stats: xr.Dataset, batch: int) -> list[str]:
-    cells = attributed_cells(stats, batch)
-    if not cells:
-        return []
+def attribution_findings(view: StatsView, batch: int) -> list[str]:
     lines = []
-    for framework in dict.fromkeys(cell[0] for cell in cells):
-        own = [c for c in cells if c[0] == framework]
-        largest = Counter(str(cell_value(stats, "dominant_part", c)) for c in own)
-        part, count = largest.most_common(1)[0]
-        lines.append(f"`{framework}`: {part} in {count} of {len(own)} cells{_rest_of(stats, own)}")
+    for framework in view.ds["framework"].values.tolist():
+
+        def value(name: str, framework=framework):
+            return view.of_framework(name, framework)
+
+        cells = int(value(V.framework_attributed_cells))
+        if not cells:
+            continue
+        top, count = value(V.framework_top_part), int(value(V.framework_top_part_cells))
+        rest = ""
+        if value(V.framework_largest_rest_cell):
+            rest = (
+                f" (the largest rest, `{value(V.framework_largest_rest_cell)}`: "
+                f"{latency_us(value(V.framework_largest_rest_s))} µs, of which "
+                f"{latency_us(value(V.framework_largest_rest_outside_s))} µs outside the "
+                "framework)"
+            )
+        lines.append(f"`{framework}`: {top} in {count} of {cells} cells{rest}")
+    if not lines:
+        return []
     return [
         f"Largest part of the time at batch {batch} (Where the time goes): "
         + "; ".join(lines)
@@ -111,49 +103,25 @@ def attribution_findings(stats: xr.Dataset, batch: int) -> list[str]:
     ]
 
 
-def _rest_of(stats: xr.Dataset, cells: list[tuple]) -> str:
-    """Where the rest is largest among `cells`, how much of it lies outside the framework
-    (both numbers in the Where the time goes table); '' where it is not known."""
-    value = lambda name, cell: float(cell_value(stats, name, cell))  # noqa: E731
-    known = [
-        c for c in cells if "rest_outside_s" in stats and np.isfinite(value("rest_outside_s", c))
-    ]
-    if not known:
-        return ""
-    cell = max(known, key=lambda c: value("residual_s", c))
-    rest, outside = (latency_us(value(name, cell)) for name in ("residual_s", "rest_outside_s"))
-    return (
-        f" (the largest rest, `{cell[0]}/{cell[1]}` {cell[2]}: {rest} µs, of which {outside} µs "
-        "outside the framework)"
-    )
-
-
-def efficiency_findings(stats: xr.Dataset) -> list[str]:
-    efficiency = stats[V.efficiency].transpose(*CELL_DIMS).values
-    ok = stats["status"].transpose(*CELL_DIMS).values == STATUS_OK
-    found = np.isfinite(efficiency) & ok & ~untrusted(stats["flags"].transpose(*CELL_DIMS).values)
-    if not found.any():
+def efficiency_findings(view: StatsView) -> list[str]:
+    if not math.isfinite(view.of_system(V.efficiency_low)):
         return []
-    coords = [stats[d].values for d in CELL_DIMS]
-    values = np.where(found, efficiency, np.nan)
-    named = {}
-    for end, flat in (("low", np.nanargmin(values)), ("high", np.nanargmax(values))):
-        index = np.unravel_index(flat, efficiency.shape)
-        cell = "/".join(str(c[i]) for c, i in zip(coords, index, strict=True))
-        named[end] = f"{fixed(efficiency[index], digits=3)} (`{cell}`)"
+    low, high = (
+        f"{fixed(view.of_system(name), digits=3)} (`{view.of_system(cell)}`)"
+        for name, cell in (
+            (V.efficiency_low, V.efficiency_low_cell),
+            (V.efficiency_high, V.efficiency_high_cell),
+        )
+    )
     return [
-        f"Roofline efficiency (efficiency table) ranges from {named['low']} to {named['high']} "
+        f"Roofline efficiency (efficiency table) ranges from {low} to {high} "
         "of the cache-aware roof (flagged cells left out)."
     ]
 
 
-def problem_findings(stats: xr.Dataset) -> list[str]:
-    status = stats["status"].values
-    failed = int((status == STATUS_FAILED).sum())
-    flags = Counter(
-        flag for text in stats["flags"].values.ravel() for flag in str(text).split(",") if flag
-    )
-    flagged = ", ".join(f"{count} {flag}" for flag, count in sorted(flags.items()))
+def problem_findings(view: StatsView) -> list[str]:
+    failed = int(view.of_system(V.cells_failed))
+    flagged = view.of_system(V.flag_counts)
     return [
         f"Failed and flagged (Failed and flagged cells): {failed} "
         f"{'cell' if failed == 1 else 'cells'} failed; "
@@ -162,14 +130,14 @@ def problem_findings(stats: xr.Dataset) -> list[str]:
 
 
 def findings_section(context: ReportContext, part: SystemPart) -> str:
-    stats = part.stats
-    batch = FigureInputs(stats).batch
+    view = part.view
+    batch = view.table_batch
     findings = [
-        *winner_findings(stats, batch),
-        *compile_findings(stats),
-        *attribution_findings(stats, batch),
-        *efficiency_findings(stats),
-        *problem_findings(stats),
+        *winner_findings(view, batch),
+        *compile_findings(view),
+        *attribution_findings(view, batch),
+        *efficiency_findings(view),
+        *problem_findings(view),
     ]
     heading = "## Findings" + (f": system `{part.name}`" if part.name else "")
     return heading + "\n\n" + "\n".join(f"- {line}" for line in findings) + "\n"

@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from fwbench.io.dims import CELL_DIMS, STATUS_OK
+from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.present.figure_data import cell_name, cells_where, variants
 from fwbench.present.format import MISSING, fixed, latency_us
 from fwbench.present.report.compilation import RECURRENT_EAGER, compile_rows
 from fwbench.present.report.context import ReportContext, SystemPart
@@ -48,25 +47,25 @@ CONTEXT_AND_GC = (
 
 
 def method_section(context: ReportContext, part: SystemPart) -> str:
-    stats, settings = part.stats, context.settings
+    view, stats, settings = part.view, part.stats, context.settings
     return (
         "## Method\n\n"
         f"- Each cell (framework × mode × architecture × batch) runs in its own process, one "
         "timing job at a time on the host, with "
         f"{_thread_counts(stats.attrs.get('threads', ''))} thread(s) for every framework.\n"
-        f"- {settings.get('warmup', MISSING)} untimed warm-up calls, then {_repeats(stats)} "
+        f"- {settings.get('warmup', MISSING)} untimed warm-up calls, then {_repeats(view)} "
         "timed samples. "
-        + _samples_text(stats, settings)
+        + _samples_text(view, settings)
         + " Every call is synchronized before the next starts; the first call "
         "(tracing/compilation) is timed apart.\n"
         + _processes_line(stats.attrs)
         + _statistics_line(stats.attrs)
         + CONTEXT_AND_GC
         + ROOFLINE
-        + _quality_line(stats, settings)
-        + _null_call_line(stats)
-        + f"- Versions: {'; '.join(_versions(stats, part.bench)) or MISSING}.\n\n"
-        + _compile_part(stats, part.bench)
+        + _quality_line(view, settings)
+        + _null_call_line(view)
+        + f"- Versions: {'; '.join(_versions(stats)) or MISSING}.\n\n"
+        + _compile_part(view)
     )
 
 
@@ -83,13 +82,12 @@ def _processes_line(attrs: Mapping[str, Any]) -> str:
     )
 
 
-def _repeats(stats: xr.Dataset) -> str:
+def _repeats(view: StatsView) -> str:
     """The timed samples per cell among the cells that ran: one count, or its range."""
-    n = stats["n"].where(stats["status"] == STATUS_OK).values
-    n = n[np.isfinite(n)]
-    if n.size == 0:
+    low, high = view.of_system(V.samples_min), view.of_system(V.samples_max)
+    if math.isnan(low):
         return MISSING
-    return str(int(n.min())) if n.min() == n.max() else f"{int(n.min())}–{int(n.max())}"
+    return str(int(low)) if low == high else f"{int(low)}–{int(high)}"
 
 
 def _statistics_line(attrs: Mapping[str, Any]) -> str:
@@ -109,46 +107,37 @@ def _statistics_line(attrs: Mapping[str, Any]) -> str:
     )
 
 
-def _versions(stats: xr.Dataset, bench: xr.Dataset | None) -> list[str]:
-    """Each framework's version, with its library versions from the aggregate."""
+def _versions(stats: xr.Dataset) -> list[str]:
+    """Each framework's version, with its library versions."""
     versions = []
-    if "framework_version" not in stats:
-        return versions
     for framework in stats["framework"].values:
         version = stats["framework_version"].sel(framework=framework).item()
+        detail = parse_json(stats["versions"].sel(framework=framework).item())
         extra = ""
-        if bench is not None and "versions" in bench:
-            detail = parse_json(bench["versions"].sel(framework=framework).item())
-            if isinstance(detail, dict) and detail:
-                extra = " (" + ", ".join(f"{k} {v}" for k, v in detail.items()) + ")"
+        if isinstance(detail, dict) and detail:
+            extra = " (" + ", ".join(f"{k} {v}" for k, v in detail.items()) + ")"
         versions.append(f"{framework} {version}{extra}")
     return versions
 
 
-def _compile_part(stats: xr.Dataset, bench: xr.Dataset | None) -> str:
+def _compile_part(view: StatsView) -> str:
     """What each mode means and whether it really ran compiled, with the compile table."""
-    flagged = _uncompiled_cells(stats)
+    flagged = _uncompiled_cells(view)
     return (
         "What each mode means, in the adapters' own words, and whether it really ran compiled "
-        "(the framework's own evidence: graphs traced, breaks, fallbacks"
-        + ("" if bench is not None else "; not available: the aggregate was not given")
-        + "):\n\n"
-        + markdown_table(COMPILE_HEADER, compile_rows(stats, bench))
+        "(the framework's own evidence: graphs traced, breaks, fallbacks):\n\n"
+        + markdown_table(COMPILE_HEADER, compile_rows(view))
         + (f"\nCompiled modes that ran uncompiled: {', '.join(flagged)}.\n" if flagged else "")
         + RECURRENT_EAGER
     )
 
 
-def _samples_text(stats: xr.Dataset, settings: Mapping[str, Any]) -> str:
+def _samples_text(view: StatsView, settings: Mapping[str, Any]) -> str:
     """What one timed sample is: one call, or the mean of several consecutive calls."""
-    calls = np.array([])
-    if "calls_per_sample" in stats:
-        calls = stats["calls_per_sample"].where(stats["status"] == STATUS_OK).values
-        calls = calls[np.isfinite(calls)]
-    if calls.size == 0 or calls.max() <= 1:
+    low, high = view.of_system(V.calls_per_sample_min), view.of_system(V.calls_per_sample_max)
+    if math.isnan(high) or high <= 1:
         return "Each sample is one call, timed alone."
-    low, high = int(calls.min()), int(calls.max())
-    span = f"{low}" if low == high else f"{low}–{high}"
+    span = f"{int(low)}" if low == high else f"{int(low)}–{int(high)}"
     minimum = settings.get("min_sample_s", MISSING)
     minimum = f"{1e3 * minimum:g} ms" if isinstance(minimum, int | float) else minimum
     return (
@@ -159,42 +148,35 @@ def _samples_text(stats: xr.Dataset, settings: Mapping[str, Any]) -> str:
     )
 
 
-def _quality_line(stats: xr.Dataset, settings: Mapping[str, Any]) -> str:
+def _quality_line(view: StatsView, settings: Mapping[str, Any]) -> str:
     """How steady the measurements were: the sweep's median CV, per variant, and how many
     cells the contention detector flagged, with its thresholds."""
-    ok = stats["status"] == STATUS_OK
-    cv = stats["cv_pct"].where(ok)
-    measured = int(ok.sum())
+    measured = int(view.of_system(V.cells_ok))
     if not measured:
         return ""
-    per_variant = cv.median(dim=["arch", "batch"], skipna=True)
     parts = [
-        f"{framework}/{mode} {fixed(per_variant.sel(framework=framework, mode=mode).item())}%"
-        for framework, mode in variants(stats)
+        f"{framework}/{mode} {fixed(view.of_variant(V.variant_cv_pct, framework, mode))}%"
+        for framework, mode in view.variants()
     ]
-    contended = int((stats["contended"].where(ok) == 1).sum())
+    contended = int(view.of_system(V.system_contended_cells))
     pressure = settings.get("pressure_threshold")
     rule = f"other processes above {settings.get('busy_threshold_cores', MISSING)} cores"
     if pressure is not None:
         rule += f", or CPU pressure above {pressure} of the timed loop"
     return (
-        f"- Measurement quality: median CV {fixed(float(cv.median(skipna=True)))}% over "
+        f"- Measurement quality: median CV {fixed(view.of_system(V.system_cv_pct))}% over "
         f"{measured} measured cells ({', '.join(parts)}); {contended} cell(s) contended "
         f"({rule}).\n"
     )
 
 
-def _null_call_line(stats: xr.Dataset) -> str:
+def _null_call_line(view: StatsView) -> str:
     """Each framework's dispatch floor: its null call's median over the cells that ran."""
-    if V.null_call_s not in stats:
-        return ""
-    ok = stats["status"] == STATUS_OK
-    parts = []
-    for framework in stats["framework"].values:
-        null = stats[V.null_call_s].where(ok).sel(framework=framework).values
-        null = null[np.isfinite(null)]
-        if null.size:
-            parts.append(f"{framework} {latency_us(float(np.median(null)))} µs")
+    parts = [
+        f"{framework} {latency_us(floor)} µs"
+        for framework in view.ds["framework"].values
+        if math.isfinite(floor := view.of_framework(V.framework_null_call_s, framework))
+    ]
     if not parts:
         return ""
     return (
@@ -214,8 +196,7 @@ def _thread_counts(text: str) -> str:
     return " or ".join(sorted(counts)) or MISSING
 
 
-def _uncompiled_cells(stats: xr.Dataset) -> list[str]:
+def _uncompiled_cells(view: StatsView) -> list[str]:
     """The cells of a compiled mode that ran uncompiled (flag `not_compiled`)."""
-    flags = stats["flags"].transpose(*CELL_DIMS).values.astype(str)
-    uncompiled = np.char.find(flags, "not_compiled") >= 0
-    return [cell_name(*cell) for cell in cells_where(stats, uncompiled)]
+    uncompiled = np.char.find(view.values(V.flags).astype(str), "not_compiled") >= 0
+    return [key.name for key in view.keys_where(uncompiled)]

@@ -8,12 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import xarray as xr
 
 from fwbench.analysis.machine import MACHINE, MACHINE_RHO, OWN, SLOW_PROCESS
-from fwbench.io.dims import STATUS_OK
+from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.present.figure_data import cell_name, cells_where, variants
 from fwbench.present.format import MISSING, fixed
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.tables import markdown_table
@@ -49,42 +47,29 @@ CANARY = (
 )
 
 
-def _median(values: np.ndarray) -> float:
-    values = values[np.isfinite(values)]
-    return float(np.median(values)) if values.size else float("nan")
+def _variant_row(view: StatsView, framework: str, mode: str) -> list[Any]:
+    def value(name: str) -> Any:
+        return view.of_variant(name, framework, mode)
 
+    def pair(first: str, second: str, digits: int) -> str:
+        return f"{fixed(value(first), digits=digits)}, {fixed(value(second), digits=digits)}"
 
-def _variant_row(stats: xr.Dataset, framework: str, mode: str) -> list[Any]:
-    cell = stats.sel(framework=framework, mode=mode)
-    ok = cell["status"].values == STATUS_OK
-
-    def values(name: str) -> np.ndarray:
-        found = cell[name].values[ok] if name in cell else np.full(int(ok.sum()), np.nan)
-        return found.astype(float)
-
-    factor = values(V.canary_factor)
-    on_cpu = values("on_cpu_median")
-    noise = cell["noise"].values[ok] if "noise" in cell else np.array([])
-    sigma = _median(values("process_sigma"))
     return [
         f"{framework}/{mode}",
-        int(ok.sum()),
-        int(np.sum(values("process_count") >= 2)),
-        fixed(_median(values("cv_pct"))),
-        fixed(_median(values("canary_cv_pct"))),
-        f"{fixed(_median(factor), digits=2)}, "
-        f"{fixed(float(np.nanmax(factor)) if np.isfinite(factor).any() else np.nan, digits=2)}",
-        fixed(_median(values("canary_read_factor")), digits=2),
-        f"{fixed(_median(on_cpu), digits=2)}, "
-        f"{fixed(float(np.nanmin(on_cpu)) if np.isfinite(on_cpu).any() else np.nan, digits=2)}",
-        f"{fixed(np.nansum(values('slow_samples')), digits=0)}, "
-        f"{fixed(np.nansum(values('slow_samples_dropped')), digits=0)}",
-        int(np.sum(values("slow_machine") == 1)),
-        f"{fixed(np.nansum(values('slow_processes_machine')), digits=0)}, "
-        f"{fixed(np.nansum(values('slow_processes_own')), digits=0)}",
-        int(np.sum(values("contended") == 1)),
-        fixed(100 * (np.exp(sigma) - 1)) if np.isfinite(sigma) else MISSING,
-        f"{int(np.sum(noise == MACHINE))} / {int(np.sum(noise == OWN))}",
+        fixed(value(V.variant_cells), digits=0),
+        fixed(value(V.variant_multi_process_cells), digits=0),
+        fixed(value(V.variant_cv_pct)),
+        fixed(value(V.variant_canary_cv_pct)),
+        pair(V.variant_canary_factor, V.variant_canary_factor_max, 2),
+        fixed(value(V.variant_read_factor), digits=2),
+        pair(V.variant_on_cpu, V.variant_on_cpu_min, 2),
+        pair(V.variant_slow_samples, V.variant_slow_samples_dropped, 0),
+        fixed(value(V.variant_slow_machine_cells), digits=0),
+        pair(V.variant_slow_processes_machine, V.variant_slow_processes_own, 0),
+        fixed(value(V.variant_contended_cells), digits=0),
+        fixed(value(V.variant_process_spread_pct)),
+        f"{fixed(value(V.variant_noise_machine_cells), digits=0)} / "
+        f"{fixed(value(V.variant_noise_own_cells), digits=0)}",
     ]
 
 
@@ -102,32 +87,27 @@ def _thresholds(settings: Mapping[str, Any]) -> str:
     )
 
 
-def _slow_machine_cells(stats: xr.Dataset) -> str:
-    if "slow_machine" not in stats:
-        return ""
-    mask = (stats["slow_machine"] == 1).transpose("framework", "mode", "arch", "batch").values
-    names = [cell_name(*cell) for cell in cells_where(stats, mask)]
+def _slow_machine_cells(view: StatsView) -> str:
+    names = [key.name for key in view.keys_where(view.values(V.slow_machine) == 1)]
     return f"\nCells flagged `slow_machine`: {', '.join(names)}.\n" if names else ""
 
 
 NOISY_HEADER = ["cell", "CV %", "canary CV %", "ρ (samples, canary)", "noise"]
 
 
-def _noisy_cells(stats: xr.Dataset) -> str:
+def _noisy_cells(view: StatsView) -> str:
     """Every high-CV cell with whose noise it was (stats.csv's `noise` has every cell's)."""
-    flags = stats["flags"].transpose("framework", "mode", "arch", "batch").values.astype(str)
-    rows = []
-    for framework, mode, arch, batch in cells_where(stats, np.char.find(flags, "high_cv") >= 0):
-        cell = stats.sel(framework=framework, mode=mode, arch=arch, batch=batch)
-        rows.append(
-            [
-                cell_name(framework, mode, arch, batch),
-                fixed(cell["cv_pct"].item()),
-                fixed(cell["canary_cv_pct"].item()),
-                fixed(cell["canary_rho"].item(), digits=2) if "canary_rho" in cell else MISSING,
-                str(cell["noise"].item()) or MISSING if "noise" in cell else MISSING,
-            ]
-        )
+    noisy = np.char.find(view.values(V.flags).astype(str), "high_cv") >= 0
+    rows = [
+        [
+            key.name,
+            fixed(view.value(V.cv_pct, key)),
+            fixed(view.value(V.canary_cv_pct, key)),
+            fixed(view.value(V.canary_rho, key), digits=2),
+            str(view.value(V.noise, key)) or MISSING,
+        ]
+        for key in view.keys_where(noisy)
+    ]
     if not rows:
         return ""
     return "\nThe cells flagged `high_cv`, and whose noise it was:\n\n" + markdown_table(
@@ -136,11 +116,9 @@ def _noisy_cells(stats: xr.Dataset) -> str:
 
 
 def quality_section(context: ReportContext, part: SystemPart) -> str:
-    stats = part.stats
-    if V.canary_factor not in stats:
-        return ""
-    rows = [_variant_row(stats, framework, mode) for framework, mode in variants(stats)]
-    attrs = stats.attrs
+    view = part.view
+    rows = [_variant_row(view, framework, mode) for framework, mode in view.variants()]
+    attrs = view.attrs
     return (
         "## Measurement quality\n\n"
         f"{CANARY} {_thresholds(context.settings)} Slow samples: "
@@ -152,6 +130,6 @@ def quality_section(context: ReportContext, part: SystemPart) -> str:
         "flagged), else its own. The medians' CIs: "
         f"{attrs.get('median_ci_level', MISSING)}.\n\n"
         + markdown_table(HEADER, rows)
-        + _slow_machine_cells(stats)
-        + _noisy_cells(stats)
+        + _slow_machine_cells(view)
+        + _noisy_cells(view)
     )

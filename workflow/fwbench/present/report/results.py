@@ -3,28 +3,15 @@ batch, and the statistics tables (latency, compile speedup, efficiency, winners)
 
 from __future__ import annotations
 
-from fwbench.io.variables import V
-from fwbench.present.figure_data import FigureInputs
-from fwbench.present.format import MISSING, latency_us, ratio, significant
+from fwbench.present import catalog
+from fwbench.present.format import MISSING, latency_us, p_value, times
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.report.markdown import embedded_tables, link
 from fwbench.present.tables import markdown_table
 
-RESULT_TABLES = ("latency", "compile_speedup", V.efficiency, "winners")
+RESULT_TABLES = tuple(entry.name for entry in catalog.TABLES if entry.in_results)
 # The order and titles of the figures the report shows; a figure not listed comes last.
-FIGURE_TITLES = {
-    "hardware": "Hardware limits: GEMM peaks and STREAM bandwidth",
-    "roofline": "Roofline per batch",
-    "latency": "Latency at the table batch",
-    "speedup": "Compile speedup",
-    V.efficiency: "Roofline efficiency",
-    "scaling": "Batch scaling",
-    "stability": "Measurement stability",
-    "startup": "Start-up: time to first answer",
-    "attribution": "Where the time goes",
-    "training_time": "Training cost",
-    "training_curves": "Training curves",
-}
+FIGURE_TITLES = catalog.titles(catalog.FIGURES)
 WINNERS_HEADER = [
     "arch",
     "among",
@@ -55,8 +42,7 @@ def figures_section(context: ReportContext, part: SystemPart) -> str:
 
 
 def winners_section(context: ReportContext, part: SystemPart) -> str:
-    stats = part.stats
-    batch = FigureInputs(stats).batch  # the table batch, or the nearest one measured
+    stats, batch = part.stats, part.view.table_batch
     rows = [
         _winner_row(stats.sel(arch=arch, batch=batch, scope=scope), arch, scope)
         for arch in stats["arch"].values
@@ -86,8 +72,8 @@ def _winner_row(row, arch: str, scope: str) -> list:
         latency_us(fastest),
         row["winner_runner_up"].item() or MISSING,
         latency_us(runner_up),
-        ratio(runner_up, fastest),
-        significant(row["winner_p_holm"].item(), 2),
+        times(row["winner_runner_up_ratio"].item()),
+        p_value(row["winner_p_holm"].item()),
     ]
 
 

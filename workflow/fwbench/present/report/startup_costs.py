@@ -4,7 +4,6 @@ figures)."""
 
 from __future__ import annotations
 
-from fwbench.present.figure_data import FigureInputs
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.startup import startup_table
 
@@ -21,7 +20,5 @@ INTRO = (
 
 
 def startup_section(context: ReportContext, part: SystemPart) -> str:
-    if "import_s" not in part.stats:
-        return ""
-    batch = FigureInputs(part.stats).batch
-    return f"## Start-up costs (batch {batch})\n\n{INTRO}\n\n{startup_table(part.stats, batch)}"
+    batch = part.view.table_batch
+    return f"## Start-up costs (batch {batch})\n\n{INTRO}\n\n{startup_table(part.view, batch)}"

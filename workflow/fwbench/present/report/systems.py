@@ -7,7 +7,7 @@ import numpy as np
 
 from fwbench.analysis.flags import FLAG_NODE_MISMATCH
 from fwbench.analysis.processes import NODE_SEPARATOR
-from fwbench.io.dims import STATUS_FAILED, STATUS_OK
+from fwbench.io.variables import V
 from fwbench.present.format import MISSING, fixed
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.report.markdown import link, parse_json
@@ -48,7 +48,6 @@ def systems_section(context: ReportContext) -> str:
 def _row(part: SystemPart, described: str) -> list:
     summary = part.hardware
     node = parse_json(part.stats.attrs.get("roofline_node", "{}") or "{}")
-    status = part.stats["status"].values
     return [
         part.name,
         described,
@@ -57,8 +56,8 @@ def _row(part: SystemPart, described: str) -> list:
         ", ".join(_hosts(part)) or MISSING,
         fixed(summary.measured_flops_per_s.get("float32") if summary else None, 1e-9),
         fixed(summary.stream_Bps.get("triad") if summary else None, 1e-9),
-        int((status == STATUS_OK).sum()),
-        int((status == STATUS_FAILED).sum()),
+        fixed(part.view.of_system(V.cells_ok), digits=0),
+        fixed(part.view.of_system(V.cells_failed), digits=0),
         _count_flag(part, FLAG_NODE_MISMATCH),
     ]
 
@@ -70,7 +69,5 @@ def _count_flag(part: SystemPart, flag: str) -> int:
 
 def _hosts(part: SystemPart) -> list[str]:
     """The nodes the system's cells ran on (the aggregate keeps each cell's)."""
-    if part.bench is None or "host" not in part.bench:
-        return []
-    hosts = np.ravel(part.bench["host"].values)
+    hosts = np.ravel(part.view.values(V.host))
     return sorted({h for text in hosts for h in str(text).split(NODE_SEPARATOR) if h})
