@@ -34,6 +34,7 @@ localrules:
     aggregate_bench,
     aggregate_train,
     stats,
+    tables,
     compare_framework,
     compare,
     figures,
