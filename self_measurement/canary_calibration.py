@@ -91,20 +91,20 @@ def requests() -> dict[tuple, str]:
     return {cell: request_for(*cell, {"bench": {"retries": 0}}).to_json() for cell in CELLS}
 
 
-def _hog(condition: str) -> subprocess.Popen | None:
+def hog(condition: str) -> subprocess.Popen | None:
     """The disturbance, pinned: a CPU hog on the core a one-thread cell pins itself to (the
     first in physical order), a bandwidth hog on the next."""
     if condition == "quiet":
         return None
     cores = physical_core_order(os.sched_getaffinity(0))
     code, core = (CPU_HOG, cores[0]) if condition == "cpu_hog" else (BANDWIDTH_HOG, cores[1])
-    hog = subprocess.Popen([sys.executable, "-c", code])
-    os.sched_setaffinity(hog.pid, {core})
-    return hog
+    process = subprocess.Popen([sys.executable, "-c", code])
+    os.sched_setaffinity(process.pid, {core})
+    return process
 
 
 def run_trial(request: str, condition: str, scratch: Path, hardware: Path, index: int) -> dict:
-    hog = _hog(condition)
+    running = hog(condition)
     try:
         output = scratch / f"cell{index}.nc"
         command = [sys.executable, "-c", CELL_SCRIPT, request, str(scratch / "lock")]
@@ -112,9 +112,9 @@ def run_trial(request: str, condition: str, scratch: Path, hardware: Path, index
             [*command, str(hardware), str(output)], capture_output=True, text=True, check=True
         )
     finally:
-        if hog:
-            hog.kill()
-            hog.wait()
+        if running:
+            running.kill()
+            running.wait()
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 

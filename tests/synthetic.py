@@ -214,7 +214,7 @@ def synthetic_results(root: Path) -> SyntheticResults:
     # Named as the stats rule names them: the latency table carries its batch.
     tables = {name: out / "tables" / f"{name}.md" for name in TABLES}
     tables["latency"] = out / "tables" / "latency_b32.md"
-    write_outputs(summary, out / "stats.nc", out / "stats.csv")
+    write_outputs(summary, out / "stats.nc", out / "stats.csv", out / "comparisons.csv")
     write_tables(StatsView(summary), tables)
     return SyntheticResults(
         root, bench_path, out / "stats.nc", out / "stats.csv", out / "tables", hardware_path

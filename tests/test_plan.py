@@ -207,6 +207,14 @@ def test_train_keys_that_moved_to_systems_are_refused_before_validation():
     refuse_moved_keys({"train": {"epochs": 1}})
 
 
+def test_the_levels_that_became_one_are_refused_naming_what_replaces_them():
+    with pytest.raises(ValueError, match=r"stats.alpha is gone: .*stats.confidence"):
+        refuse_moved_keys({"stats": {"alpha": 0.01, "confidence": 0.99}})
+    with pytest.raises(ValueError, match=r"compare.threshold_pct is gone: .*min_effect_pct"):
+        refuse_moved_keys({"compare": {"threshold_pct": 5}})
+    refuse_moved_keys({"stats": {"confidence": 0.99}, "compare": {}})
+
+
 def test_versions_come_per_device_and_name_the_results_by_the_first_distribution():
     asked = []
 

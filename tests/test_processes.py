@@ -9,25 +9,20 @@ import numpy as np
 import pytest
 
 from fwbench.analysis.aggregate import aggregate_cells
+from fwbench.analysis.comparisons import Estimate, Levels, bootstrap_se, judge
 from fwbench.analysis.estimators import median_ci, ratio_of_medians_ci
 from fwbench.analysis.process_spread import (
     cell_sigma,
+    log_ratio_spread,
     pooled_sigma,
     ratio_ci,
-    slower_p,
     spread_ci,
 )
 from fwbench.analysis.processes import pool
 from fwbench.analysis.roofline import HardwareLimits
-from fwbench.analysis.significance import (
-    TIE,
-    WINNER,
-    Contest,
-    decide,
-    mann_whitney_p,
-)
 from fwbench.analysis.stats import StatsSettings, summarize
 from fwbench.io.cell_file import Cell, write_cell
+from fwbench.io.comparisons_file import FASTER, UNDETERMINED
 from fwbench.io.dims import STATUS_FAILED
 from fwbench.rng import seeded_rng, seeded_shuffle
 
@@ -190,9 +185,16 @@ def test_the_spread_speedup_ci_holds_the_ratio_and_sees_process_variation():
     assert (high - low) > 3 * (flat_high - flat_low)
 
 
+def _between(medians, spreads, a: str, b: str, levels: Levels) -> tuple:
+    """judge() of b's median over a's (above 1: a is faster) from the two spreads."""
+    sigma, dof = log_ratio_spread((spreads[a], spreads[b]))
+    return judge(Estimate(math.log(medians[b] / medians[a]), sigma, dof, "t"), levels)
+
+
 def test_a_winner_over_processes_needs_the_processes_not_only_the_timings_to_differ():
     # The same five process speeds for both, the second 4 % slower in each: 200 timings each
-    # make Mann–Whitney certain, but five processes that scatter by ±15 % cannot tell them apart.
+    # make a bootstrap of the timings certain, but five processes that scatter by ±15 % cannot
+    # tell them apart.
     offsets = [1.0, 1.3, 0.85, 1.15, 0.95]
     fast = _processes(offsets, seed=3)
     slow = _processes([1.04 * o for o in offsets], seed=4)
@@ -200,21 +202,23 @@ def test_a_winner_over_processes_needs_the_processes_not_only_the_timings_to_dif
     cells = {"a": fast, "b": slow, "c": far}
     spreads = {name: _spread(cell) for name, cell in cells.items()}
     medians = {name: float(np.median(cell)) for name, cell in cells.items()}
-    assert mann_whitney_p(fast.ravel(), slow.ravel(), alternative="less") < 0.01
-    assert slower_p(medians["a"], medians["b"], (spreads["a"], spreads["b"])) > 0.2
-    assert slower_p(medians["a"], medians["c"], (spreads["a"], spreads["c"])) < 0.005
-    samples = {"a": fast.ravel(), "b": slow.ravel()}
-    pooled = decide([Contest("row", "all", samples)], alpha=0.01, min_effect_pct=0)
-    between = {"a": spreads["a"], "b": spreads["b"]}
-    nested = decide([Contest("row", "all", samples, between)], alpha=0.01, min_effect_pct=0)
-    assert pooled[0].verdict == WINNER and nested[0].verdict == TIE
+    levels = Levels(confidence=0.99, min_effect_pct=0)
+    se = bootstrap_se(slow.ravel(), fast.ravel(), 500, seeded_rng(0, "pooled"))
+    pooled = judge(Estimate(math.log(medians["b"] / medians["a"]), se, math.inf, "t"), levels)
+    assert pooled[-1] == FASTER  # the timings alone: certain
+    assert _between(medians, spreads, "a", "b", levels)[-1] == UNDETERMINED
+    assert _between(medians, spreads, "a", "c", levels)[-1] == FASTER
 
 
 def test_two_processes_per_cell_do_not_make_a_winner_certain():
     # Two processes of each of 10 cells, the processes scattering by 20 %: a true 5 % gap is
-    # no winner, and its p is nowhere near the 1e-83 the old bootstrap z-test gave.
+    # undetermined, and its p is nowhere near the 1e-83 the old bootstrap z-test gave.
     group = [_processes([1.0, 1.0 + 0.2 * (-1) ** s], seed=s) for s in range(10)]
     sigma, dof = pooled_sigma(group)
-    spread = (sigma, 2, dof)
-    assert slower_p(1.0, 1.05, (spread, spread)) > 0.1
-    assert slower_p(1.0, 3.0, (spread, spread)) < 1e-3
+    spreads = {"a": (sigma, 2, dof), "b": (sigma, 2, dof), "c": (sigma, 2, dof)}
+    medians = {"a": 1.0, "b": 1.05, "c": 3.0}
+    levels = Levels(confidence=0.95, min_effect_pct=0)
+    close = _between(medians, spreads, "a", "b", levels)
+    assert close[-1] == UNDETERMINED and close[2] > 0.1
+    far = _between(medians, spreads, "a", "c", levels)
+    assert far[-1] == FASTER and far[2] < 1e-3

@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from fwbench.analysis.compare import SAME, SLOWER, CompareSettings, compare, write_csv
+from fwbench.analysis.compare import compare, write_csv
+from fwbench.analysis.comparisons import Levels
 from fwbench.io.cell_file import Cell, write_cell
+from fwbench.io.comparisons_file import EQUIVALENT, SLOWER
 from fwbench.io.stats_file import StatsView, read_stats, write_stats
 from fwbench.present.report import ReportInputs, document, load_context, render_report, write_report
 from fwbench.present.report import context as report_context
@@ -198,7 +200,9 @@ def compared(tmp_path: Path) -> Path:
             cell.attrs = {"framework_version": version}
             paths[side].append(tmp_path / side / f"b{batch}.nc")
             write_cell(cell, paths[side][-1])
-    table = compare(paths["old"], paths["new"], CompareSettings(resamples=200))
+    table = compare(
+        paths["old"], paths["new"], Levels(confidence=0.95, min_effect_pct=5, resamples=200)
+    )
     write_csv(table, tmp_path / "torch.csv")
     return tmp_path / "torch.csv"
 
@@ -208,11 +212,11 @@ def test_a_changes_section_shows_each_cells_old_and_new_median_and_verdict(resul
     text = render_report(inputs(results, compare=[path]), tmp_path / "r.md")
     changes = section(text, "Changes since the previous version")
     assert "### torch 2.12.0 → 2.13.0" in changes
-    assert f"2 cells: 1 {SLOWER}, 1 {SAME}." in changes
+    assert f"2 cells: 1 {SLOWER}, 1 {EQUIVALENT}." in changes
     table = pd.read_csv(path).set_index("batch")
     cells = row(changes, "torch", "eager", "mlp", "1")
     assert float(cells[5]) == pytest.approx(table.loc[1, "new_median_s"] * 1e6, abs=0.05)
-    assert cells[6].startswith(f"{table.loc[1, 'ratio']:.3f} [") and cells[-1] == SLOWER
+    assert cells[6].startswith(f"{table.loc[1, 'ratio']:.2f} [") and cells[-1] == SLOWER
 
 
 def test_the_rule_script_writes_the_report_atomically(results, tmp_path):

@@ -25,13 +25,8 @@ rule compare_framework:
     resources:
         timing_slot=1,
     params:
-        settings=lambda wildcards: dict(
-            threshold_pct=config["compare"]["threshold_pct"],
-            alpha=config["stats"]["alpha"],
-            confidence=config["stats"]["confidence"],
-            resamples=config["stats"]["bootstrap_resamples"],
-            seed=config["seed"],
-        ),
+        stats=lookup(within=config, dpath="stats"),
+        seed=config["seed"],
     script:
         "../scripts/compare.py"
 

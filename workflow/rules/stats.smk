@@ -13,6 +13,11 @@ rule stats:
             caption="../report/stats.rst",
             category="inference",
         ),
+        comparisons=report(
+            "results/summary/comparisons.csv",
+            caption="../report/comparisons.rst",
+            category="inference",
+        ),
     log:
         "results/logs/stats/stats.log",
     conda:

@@ -1,8 +1,8 @@
-"""Snakemake `stats` job: bench.nc and each system's hardware JSON into stats.nc and stats.csv
-(fwbench.analysis.stats, by_system); the tables are the `tables` rule's.
+"""Snakemake `stats` job: bench.nc and each system's hardware JSON into stats.nc, stats.csv and
+comparisons.csv (fwbench.analysis.stats, by_system); the tables are the `tables` rule's.
 
 input: bench, hardware (one file per system, in params.systems' order)
-output: nc, csv
+output: nc, csv, comparisons
 params: stats (the config's stats section), seed, systems
 """
 
@@ -24,7 +24,7 @@ with job_log(sm.log[0]):
         for problem in limits[system].problems:
             logging.warning("roofline of %s: %s", system, problem)
     summary = summarize_systems(read_bench(sm.input.bench), limits, settings)
-    write_outputs(summary, sm.output.nc, sm.output.csv)
+    write_outputs(summary, sm.output.nc, sm.output.csv, sm.output.comparisons)
     for system in systems:
         logging.info("%s: roofline %s", system, limits[system].describe())
     logging.info("statistics of %d systems", len(systems))

@@ -1,2 +1,2 @@
 """From raw cells to numbers: aggregation, estimators and statistics, roofline, compile speedups,
-significance and winners, and comparisons between framework versions."""
+every comparison's verdict (comparisons), winners, and comparisons between framework versions."""

@@ -19,6 +19,7 @@ import xarray as xr
 
 from fwbench.analysis.roofline import HardwareLimits
 from fwbench.analysis.stats import StatsSettings, summarize
+from fwbench.io.comparisons_file import fill_padding
 from fwbench.io.per_system import SYSTEM, SYSTEM_ATTRS, one_system
 
 # Attributes of a summary that describe the statistics, not the system: kept global too.
@@ -44,8 +45,13 @@ def summarize_systems(
         if key in bench.attrs or key.startswith("stats_") or key in RUN_ATTRS
     } | dict(bench.attrs)
     stacked = xr.concat(
-        parts, dim=pd.Index(names, name=SYSTEM), combine_attrs="drop", coords="minimal"
+        parts,
+        dim=pd.Index(names, name=SYSTEM),
+        combine_attrs="drop",
+        coords="minimal",
+        join="outer",
     )
+    stacked = fill_padding(stacked)
     stacked[SYSTEM_ATTRS] = (
         SYSTEM,
         np.array([json.dumps(a, sort_keys=True, default=_plain) for a in attrs], dtype=object),

@@ -150,11 +150,11 @@ def ci_level(processes: int) -> str:
             "the medians' and the compile speedups' CIs are median × exp(± t·σ/√k), σ the "
             "spread of log process medians pooled over the system's cells measured in several "
             "(fwbench.analysis.process_spread), so "
-            "they cover between-process and within-process variation; the winners' tests "
-            "are Student's t on the log ratio of two medians with the same σ"
+            "they cover between-process and within-process variation; every ratio of two "
+            "medians adds both cells' σ²/k (Student's t)"
         )
     return (
-        "bootstrap over the timings of one process (medians' and speedups' CIs; winners by "
-        "Mann–Whitney U on the timings): within-process variation only (bench.processes > 1 "
+        "bootstrap over the timings of one process (medians' CIs and every ratio's standard "
+        "error): within-process variation only (bench.processes > 1 "
         "adds the between-process level)"
     )

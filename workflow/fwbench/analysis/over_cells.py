@@ -19,11 +19,19 @@ from fwbench import frameworks
 from fwbench.analysis.attribution import CLOSURE_TOLERANCE
 from fwbench.analysis.flags import untrusted
 from fwbench.analysis.machine import MACHINE, OWN
-from fwbench.analysis.significance import FASTER, SLOWER, UNDETERMINED
+from fwbench.io.comparisons_file import (
+    EQUIVALENT,
+    FASTER,
+    PREFIX,
+    SLOWER,
+    UNDETERMINED,
+    WINNER_RIVALRY,
+)
 from fwbench.io.dims import CELL_DIMS, STATUS_FAILED, STATUS_OK, CellKey, keys_where
 from fwbench.io.variables import AGGREGATES, BY_NAME, VARIANT_DIMS, V
 
 Reducer = Callable[[np.ndarray], float]
+DECIDED = (FASTER, SLOWER, EQUIVALENT)
 ONNX_MODE = "onnxrt"  # the runtime mode several frameworks export to
 
 
@@ -113,6 +121,7 @@ def _break_even(reduce: Reducer) -> Callable[[xr.Dataset], float]:
 VARIANT_RULES |= {
     V.compile_faster_cells: lambda c: float(_verdict(c, FASTER).sum()),
     V.compile_slower_cells: lambda c: float(_verdict(c, SLOWER).sum()),
+    V.compile_equivalent_cells: lambda c: float(_verdict(c, EQUIVALENT).sum()),
     V.compile_undetermined_cells: lambda c: float(_verdict(c, UNDETERMINED).sum()),
     V.compile_faster_min: _speedups_of(FASTER, smallest),
     V.compile_faster_max: _speedups_of(FASTER, largest),
@@ -267,8 +276,30 @@ def per_system(summary: xr.Dataset, batch: int) -> dict[str, tuple]:
         V.parts_median_spread: _parts_spread(summary, batch),
         **_efficiency_ends(summary),
         V.flag_counts: _flag_counts(summary),
+        **_comparison_counts(summary, batch),
     }
     return {name: ((), value) for name, value in values.items()}
+
+
+def _comparison_counts(summary: xr.Dataset, batch: int) -> dict[str, float]:
+    """How many of the comparisons at the table batch were decided, and how wide the winner
+    rivalries' CIs are (the records: fwbench.io.comparisons_file)."""
+    records = {c: summary[PREFIX + c].values for c in ("kind", "batch", "verdict")}
+    at = (records["kind"].astype(str) != "") & (records["batch"] == batch)
+    verdicts = records["verdict"][at]
+    rival = at & (records["kind"] == WINNER_RIVALRY)
+    low, high = (summary[PREFIX + end].values[rival] for end in ("ci_low", "ci_high"))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half_widths = np.expm1(np.log(np.asarray(high / low, dtype=float)) / 2) * 100
+    return {
+        V.comparisons_total: float(at.sum()),
+        V.comparisons_different: float(np.isin(verdicts, (FASTER, SLOWER)).sum()),
+        V.comparisons_equivalent: float((verdicts == EQUIVALENT).sum()),
+        V.comparisons_undetermined: float((verdicts == UNDETERMINED).sum()),
+        V.rivalries_total: float(rival.sum()),
+        V.rivalries_decided: float(np.isin(records["verdict"][rival], DECIDED).sum()),
+        V.rivalry_half_width_pct: median(half_widths),
+    }
 
 
 def per_row(summary: xr.Dataset) -> dict[str, tuple]:

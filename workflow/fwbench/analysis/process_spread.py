@@ -76,7 +76,7 @@ def spread_ci(
     return median_s * math.exp(-half), median_s * math.exp(half)
 
 
-def _log_ratio_spread(spreads: Sequence[tuple[float, int, int]]) -> tuple[float, int]:
+def log_ratio_spread(spreads: Sequence[tuple[float, int, int]]) -> tuple[float, int]:
     """The σ and dof of the log ratio of two cells' medians from each one's (σ, processes,
     dof): the variances of the two log medians add, at the smaller dof; (NaN, 0) where a
     cell has no spread."""
@@ -89,23 +89,8 @@ def ratio_ci(
     ratio: float, spreads: Sequence[tuple[float, int, int]], confidence: float
 ) -> tuple[float, float]:
     """CI of a ratio of two cells' medians from each one's (σ, processes, dof)."""
-    sigma, dof = _log_ratio_spread(spreads)
+    sigma, dof = log_ratio_spread(spreads)
     return spread_ci(ratio, sigma, 1, dof, confidence)
-
-
-def slower_p(
-    fast_median_s: float, slow_median_s: float, spreads: Sequence[tuple[float, int, int]]
-) -> float:
-    """One-sided p that the cell with the larger median is not really slower: Student's t on
-    the log ratio of the medians, its σ from both cells' (σ, processes, dof) as in ratio_ci.
-    NaN where a cell has no spread."""
-    sigma, dof = _log_ratio_spread(spreads)
-    if dof == 0 or not (fast_median_s > 0 and slow_median_s > 0):
-        return math.nan
-    log_ratio = math.log(slow_median_s / fast_median_s)
-    if sigma == 0:
-        return 0.0 if log_ratio > 0 else 1.0
-    return float(scipy_stats.t.sf(log_ratio / sigma, dof))
 
 
 def cell_spreads(by_process: np.ndarray, ok: np.ndarray) -> dict[str, np.ndarray]:

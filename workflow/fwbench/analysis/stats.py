@@ -30,6 +30,7 @@ import numpy as np
 import xarray as xr
 
 from fwbench.analysis.attribution import attribution_variables
+from fwbench.analysis.comparisons import Cells, Levels
 from fwbench.analysis.estimators import cell_median_cis, ci_level, describe
 from fwbench.analysis.flags import FLAG_MEANINGS, cell_flags, untrusted
 from fwbench.analysis.machine import (
@@ -50,7 +51,7 @@ from fwbench.analysis.roofline import (
     levels_to_json,
     roofline,
 )
-from fwbench.analysis.speedups import compile_speedups
+from fwbench.analysis.speedups import speedups
 from fwbench.analysis.summary_variables import (
     FROM_CELLS,
     cell_values,
@@ -59,7 +60,12 @@ from fwbench.analysis.summary_variables import (
     tidy,
 )
 from fwbench.analysis.winners import SCOPES, winner_variables
-from fwbench.io.dims import CELL_DIMS, STATUS_OK
+from fwbench.io.comparisons_file import (
+    comparison_variables,
+    comparisons_table,
+    write_comparisons_table,
+)
+from fwbench.io.dims import CELL_DIMS, STATUS_OK, keys_where
 from fwbench.io.per_system import one_system
 from fwbench.io.stats_file import write_stats, write_stats_table
 from fwbench.io.variables import V
@@ -70,7 +76,6 @@ class StatsSettings:
     """The config's `stats` section (defaults as in the schema) and the run's seed."""
 
     cv_threshold_pct: float = 10.0
-    alpha: float = 0.01
     min_effect_pct: float = 5.0
     confidence: float = 0.95
     bootstrap_resamples: int = 2000
@@ -81,7 +86,6 @@ class StatsSettings:
     def __post_init__(self) -> None:
         checks = {
             "cv_threshold_pct": self.cv_threshold_pct > 0,
-            "alpha": 0 < self.alpha < 1,
             "min_effect_pct": self.min_effect_pct >= 0,
             "confidence": 0 < self.confidence < 1,
             "bootstrap_resamples": self.bootstrap_resamples >= 1,
@@ -91,6 +95,10 @@ class StatsSettings:
         for name, ok in checks.items():
             if not ok:
                 raise ValueError(f"stats.{name}={getattr(self, name)!r} is out of range")
+
+    def levels(self) -> Levels:
+        """The one level and minimum effect of every verdict (fwbench.analysis.comparisons)."""
+        return Levels(self.confidence, self.min_effect_pct, self.bootstrap_resamples, self.seed)
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any], seed: int = 0) -> StatsSettings:
@@ -218,31 +226,18 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     for name in ROOFLINE_VARIABLES:
         cells[name] = getattr(metrics, name)
     cells |= attribution_variables(cells, coords)
-    cells |= compile_speedups(
-        latency,
-        cells[V.median_s],
-        cells[V.first_call_s],
-        coords,
-        confidence=settings.confidence,
-        resamples=settings.bootstrap_resamples,
-        seed=settings.seed,
-        spreads=spreads,
-    )
+    compared = Cells(dict(zip(CELL_DIMS, coords, strict=True)), cells[V.median_s], latency, spreads)
+    levels = settings.levels()
+    ok_keys = list(keys_where(compared.coords, ok))
+    found, comparisons = speedups(compared, ok_keys, cells[V.first_call_s], levels)
+    cells |= found
     flags = cell_flags(
         bench, cells, metrics.invalid_fast, ok, limits.node, settings.cv_threshold_pct
     )
-    data_vars = cell_variables(
-        bench, cells, text_variables(bench, ok, metrics, flags, cells, coords)
-    )
-    data_vars |= winner_variables(
-        latency,
-        ok,
-        untrusted(flags),
-        coords,
-        settings.alpha,
-        settings.min_effect_pct,
-        spreads,
-    )
+    data_vars = cell_variables(bench, cells, text_variables(bench, ok, metrics, flags, cells))
+    flagged = set(keys_where(compared.coords, untrusted(flags)))
+    winners, rivalries = winner_variables(compared, ok_keys, flagged, levels)
+    data_vars |= winners | comparison_variables([c.row() for c in rivalries + comparisons])
     summary = xr.Dataset(data_vars, coords={d: bench[d].values for d in CELL_DIMS})
     summary = _with_over_cells(summary.assign_coords(scope=list(SCOPES)), ok, settings)
     summary.attrs.update(_summary_attrs(bench, limits, settings, process_count))
@@ -272,7 +267,9 @@ def write_outputs(
     summary: xr.Dataset,
     stats_nc: str | os.PathLike,
     stats_csv: str | os.PathLike,
+    comparisons_csv: str | os.PathLike,
 ) -> None:
-    """Write stats.nc and stats.csv (the tables: fwbench.present.tables.write_tables)."""
+    """Write stats.nc, stats.csv and comparisons.csv (the tables: the `tables` rule's)."""
     write_stats(summary, stats_nc)
     write_stats_table(tidy(summary), stats_csv)
+    write_comparisons_table(comparisons_table(summary), comparisons_csv)

@@ -12,8 +12,7 @@ import xarray as xr
 from fwbench.analysis.attribution import dominant_part
 from fwbench.analysis.machine import noise_source
 from fwbench.analysis.roofline import RooflineMetrics
-from fwbench.analysis.significance import speedup_verdicts
-from fwbench.analysis.speedups import best_own_modes
+from fwbench.analysis.speedups import TEXT as SPEEDUP_TEXT
 from fwbench.io.dims import CELL_DIMS, STATUS_ABSENT
 from fwbench.io.variables import (
     BY_NAME,
@@ -45,7 +44,6 @@ def text_variables(
     metrics: RooflineMetrics,
     flags: np.ndarray,
     cells: dict[str, np.ndarray],
-    coords: tuple[list, ...],
 ) -> dict[str, np.ndarray]:
     """The per-cell text of stats.nc (CELL_TEXT), in the order the file holds them: the
     aggregate's (status, failure text and nodes of every cell, the rest of the cells that ran)
@@ -55,8 +53,7 @@ def text_variables(
         V.memory_level: np.where(ok, metrics.memory_level, "").astype(object),
         V.noise: noise_source(cells[V.canary_rho], cells[V.slow_machine], ok),
         V.dominant_part: dominant_part(cells),
-        V.speedup_verdict: speedup_verdicts(cells[V.speedup_ci_low], cells[V.speedup_ci_high]),
-        V.best_own_mode: best_own_modes(cells[V.median_s], coords),
+        **{name: cells[name] for name in SPEEDUP_TEXT},
         V.flags: flags,
     }
     every_cell = (Pool.STATUS, Pool.FAILURE_TEXT, Pool.NODES)

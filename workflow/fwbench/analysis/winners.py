@@ -1,123 +1,149 @@
-"""The winners of each (arch, batch), as variables of the summary (dims arch, batch, scope):
-the contests are built here, decided in fwbench.analysis.significance."""
+"""The winner of each row (every cell coordinate but the variant's: arch and batch), within a
+scope (compiled variants only, or all), as variables of the summary over (row dims, scope).
+
+The fastest unflagged variant by median is compared with each other unflagged one
+(fwbench.analysis.comparisons: the rival as baseline, the fastest as candidate):
+
+- 'winner': every rival is decided slower (faster verdict for the fastest);
+- 'equivalent': every rival is decided slower or equivalent, some equivalent
+  (winner_contenders names the fastest and the equivalent ones);
+- 'undetermined': some rival is neither (winner_contenders names the fastest and every rival
+  not decided slower; the runner-up's ratio CI says what the data allow);
+- 'only': a single unflagged variant; 'none': no unflagged variant measured.
+"""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import math
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
-from fwbench.analysis.process_spread import spread_at
-from fwbench.analysis.significance import WINNER, Contest, Verdict, decide
-from fwbench.io.dims import EAGER_MODE
+from fwbench.analysis.comparisons import Cells, Comparison, Levels, compare
+from fwbench.io.comparisons_file import EQUIVALENT, FASTER, ROW_DIMS, WINNER_RIVALRY
+from fwbench.io.dims import EAGER_MODE, CellKey
 
 SCOPES = ("compiled", "all")  # winners among compiled variants, and among all variants
-UNITS = {
-    "fastest_median_s": "s",
-    "runner_up_median_s": "s",
-    "p_value": "1",
-    "p_holm": "1",
-    "candidates": "1",
+WINNER, EQUIVALENT_FIRST, UNDETERMINED_FIRST, ONLY, NONE = (
+    "winner",
+    "equivalent",
+    "undetermined",
+    "only",
+    "none",
+)
+NUMBERS = {
+    "winner_fastest_median_s": "s",
+    "winner_runner_up_median_s": "s",
+    "winner_runner_up_ratio": "1",
+    "winner_ratio_ci_low": "1",
+    "winner_ratio_ci_high": "1",
+    "winner_p_value": "1",
+    "winner_candidates": "1",
+    "winner_decided": "1",
+}
+TEXT = {
+    "winner_verdict": "winner | equivalent | undetermined | only | none (fwbench.analysis.winners)",
+    "winner": "the declared winner ('' unless winner or only)",
+    "winner_fastest": "the fastest unflagged variant by median",
+    "winner_runner_up": "the second fastest",
+    "winner_contenders": "the fastest and every rival not decided slower than it",
+    "winner_excluded": "variants left out of the contest: their cells are flagged",
+}
+MEANINGS = {
+    "winner_runner_up_ratio": "the runner-up's median over the fastest's",
+    "winner_ratio_ci_low": "lower end of that ratio's CI (at stats.confidence)",
+    "winner_ratio_ci_high": "upper end of that ratio's CI",
+    "winner_p_value": "two-sided p of the fastest against the runner-up (no difference)",
+    "winner_decided": "rivals decided (slower than the fastest, or equivalent to it)",
 }
 
 
-def _variant(framework: str, mode: str) -> str:
-    return f"{framework}/{mode}"
+def _label(key: CellKey) -> str:
+    return f"{key.framework}/{key.mode}"
 
 
-def _contests(
-    latency: np.ndarray,
-    ok: np.ndarray,
-    flagged: np.ndarray,
-    coords: tuple[list[str], list[str], list[str], list[int]],
-    spreads: dict[str, np.ndarray] | None,
-) -> tuple[list[Contest], list[str]]:
-    """One contest per (arch, batch, scope), in that order, among the variants whose cells
-    are `ok` (eager ones only in scope "all"); a flagged variant does not compete and is
-    listed, comma-separated, in the second list."""
-    frameworks, modes, archs, batches = coords
-    contests, excluded = [], []
-    for a, b in np.ndindex(len(archs), len(batches)):
-        for scope in SCOPES:
-            members = [
-                (f, m)
-                for f in range(len(frameworks))
-                for m, mode in enumerate(modes)
-                if ok[f, m, a, b] and (scope == "all" or mode != EAGER_MODE)
-            ]
-            trusted = [(f, m) for f, m in members if not flagged[f, m, a, b]]
-            samples = {_variant(frameworks[f], modes[m]): latency[f, m, a, b] for f, m in trusted}
-            between = None
-            if spreads is not None:
-                between = {
-                    _variant(frameworks[f], modes[m]): spread_at(spreads, (f, m, a, b))
-                    for f, m in trusted
-                }
-            contests.append(Contest((a, b), scope, samples, between))
-            left_out = [
-                _variant(frameworks[f], modes[m]) for f, m in members if flagged[f, m, a, b]
-            ]
-            excluded.append(", ".join(left_out))
-    return contests, excluded
+def _contest(
+    cells: Cells, members: list[CellKey], levels: Levels
+) -> tuple[dict[str, Any], list[Comparison]]:
+    """One contest's values (NUMBERS and TEXT but the exclusions) and its comparisons."""
+    ranked = sorted(members, key=cells.median)
+    values: dict[str, Any] = {name: math.nan for name in NUMBERS} | {n: "" for n in TEXT}
+    values["winner_candidates"] = len(ranked)
+    if not ranked:
+        return values | {"winner_verdict": NONE}, []
+    fastest = ranked[0]
+    values |= {"winner_fastest": _label(fastest), "winner_fastest_median_s": cells.median(fastest)}
+    if len(ranked) == 1:
+        name = _label(fastest)
+        return values | {"winner_verdict": ONLY, "winner": name, "winner_contenders": name}, []
+    found = [compare(cells, WINNER_RIVALRY, rival, fastest, levels) for rival in ranked[1:]]
+    verdicts = [c.verdict for c in found]
+    contenders = [fastest] + [c.baseline for c in found if c.verdict != FASTER]
+    runner_up = found[0]
+    values |= {
+        "winner_runner_up": _label(runner_up.baseline),
+        "winner_runner_up_median_s": cells.median(runner_up.baseline),
+        "winner_runner_up_ratio": runner_up.speedup,
+        "winner_ratio_ci_low": runner_up.ci_low,
+        "winner_ratio_ci_high": runner_up.ci_high,
+        "winner_p_value": runner_up.p_difference,
+        "winner_decided": sum(v in (FASTER, EQUIVALENT) for v in verdicts),
+        "winner_contenders": ", ".join(_label(k) for k in contenders),
+    }
+    if all(v == FASTER for v in verdicts):
+        return values | {"winner_verdict": WINNER, "winner": _label(fastest)}, found
+    first = EQUIVALENT_FIRST if all(v in (FASTER, EQUIVALENT) for v in verdicts) else None
+    return values | {"winner_verdict": first or UNDETERMINED_FIRST}, found
 
 
-def _verdict_columns(verdicts: list[Verdict]) -> dict[str, list[Any]]:
-    """The verdicts as columns, one per Verdict field; `tied` as comma-separated text."""
-    columns: dict[str, list[Any]] = {}
-    for verdict in verdicts:
-        row = asdict(verdict)
-        row["tied"] = ", ".join(verdict.tied)
-        for key, value in row.items():
-            columns.setdefault(key, []).append(value)
-    return columns
-
-
-def _verdict_description(alpha: float, min_effect_pct: float) -> str:
-    return (
-        f"'{WINNER}': fastest by median, and every other variant is significantly slower "
-        "(one-sided in the medians' direction: Mann–Whitney U on the timings, or over "
-        "processes Student's t on the log ratio of the medians with the spread between "
-        "processes pooled over the system's cells; p doubled for that chosen "
-        f"direction, Holm-adjusted p < {alpha} across the table) by at least "
-        f"{min_effect_pct}% in median; 'tie': winner_tied names the variants that are not; "
-        "'only': a single unflagged variant; 'none': no unflagged variant measured"
-    )
+def _rows(coords: dict[str, Any]) -> list[tuple]:
+    return [tuple(row) for row in np.ndindex(*(len(coords[d]) for d in ROW_DIMS))]
 
 
 def winner_variables(
-    latency: np.ndarray,
-    ok: np.ndarray,
-    flagged: np.ndarray,
-    coords: tuple[list[str], list[str], list[str], list[int]],
-    alpha: float,
-    min_effect_pct: float,
-    spreads: dict[str, np.ndarray] | None = None,
-) -> dict[str, Any]:
-    """The winner_* variables, dims (arch, batch, scope), from the warm iterations of the
-    cells that are `ok` and not `flagged` (arrays in CELL_DIMS order, repeats last for
-    `latency`), tested against the spread between processes where there is one (`spreads`:
-    process_spread.cell_spreads); the flagged variants of each row are listed in
-    winner_excluded."""
-    contests, excluded = _contests(latency, ok, flagged, coords, spreads)
-    verdicts = decide(contests, alpha, min_effect_pct)
-    shape = (len(coords[2]), len(coords[3]), len(SCOPES))
-    dims = ("arch", "batch", "scope")
-    out: dict[str, Any] = {}
-    for key, values in _verdict_columns(verdicts).items():
-        array = np.array(values, dtype=float if key in UNITS else object).reshape(shape)
-        attrs = {"units": UNITS[key]} if key in UNITS else {}
-        out[f"winner_{key}" if not key.startswith("winner") else key] = (dims, array, attrs)
-    out["winner_excluded"] = (
-        dims,
-        np.array(excluded, dtype=object).reshape(shape),
-        {"description": "variants left out of the contest: their cells are flagged"},
+    cells: Cells, ok: Iterable[CellKey], flagged: set[CellKey], levels: Levels
+) -> tuple[dict[str, Any], list[Comparison]]:
+    """The winner_* variables over (ROW_DIMS, scope) from the `ok` cells not `flagged`, and
+    every rivalry compared; a row's flagged variants are listed in winner_excluded."""
+    coords = cells.coords
+    shape = tuple(len(coords[d]) for d in ROW_DIMS) + (len(SCOPES),)
+    out = {n: np.full(shape, np.nan) for n in NUMBERS} | {
+        n: np.full(shape, "", dtype=object) for n in TEXT
+    }
+    by_row: dict[tuple, list[CellKey]] = {}
+    for key in ok:
+        by_row.setdefault(key.row, []).append(key)
+    found: dict[tuple, Comparison] = {}
+    for index in _rows(coords):
+        row = tuple(coords[d][i] for d, i in zip(ROW_DIMS, index, strict=True))
+        for s, scope in enumerate(SCOPES):
+            members = [k for k in by_row.get(row, []) if scope == "all" or k.mode != EAGER_MODE]
+            values, compared = _contest(cells, [k for k in members if k not in flagged], levels)
+            values["winner_excluded"] = ", ".join(_label(k) for k in members if k in flagged)
+            for name, value in values.items():
+                out[name][(*index, s)] = value
+            found |= {(c.baseline, c.candidate): c for c in compared}  # once per pair
+    dims = (*ROW_DIMS, "scope")
+    variables = {name: (dims, values, _attrs(name, levels)) for name, values in out.items()}
+    return variables, list(found.values())
+
+
+def _attrs(name: str, levels: Levels) -> dict[str, str]:
+    if name in NUMBERS:
+        return {"units": NUMBERS[name]} | (
+            {"description": MEANINGS[name]} if name in MEANINGS else {}
+        )
+    if name == "winner_verdict":
+        return {"description": _verdict_description(levels)}
+    return {"description": TEXT[name]}
+
+
+def _verdict_description(levels: Levels) -> str:
+    return (
+        f"'{WINNER}': every rival is slower than the fastest (the CI at {levels.confidence} of "
+        f"their ratio excludes 1, and the ratio is at least 1 + {levels.min_effect_pct}%); "
+        f"'{EQUIVALENT_FIRST}': every rival slower or equivalent (its ratio's CI within "
+        f"±{levels.min_effect_pct}%); '{UNDETERMINED_FIRST}': a rival is neither "
+        "(winner_contenders); 'only': one unflagged variant; 'none': no unflagged variant"
     )
-    out["winner_verdict"][2]["description"] = _verdict_description(alpha, min_effect_pct)
-    ratio = out["winner_runner_up_median_s"][1] / out["winner_fastest_median_s"][1]
-    out["winner_runner_up_ratio"] = (
-        dims,
-        ratio,
-        {"units": "1", "description": "the runner-up's median over the fastest's"},
-    )
-    return out

@@ -59,6 +59,19 @@ class CellKey:
         """The coordinates in CELL_DIMS order (a position in an array over CELL_DIMS)."""
         return astuple(self)
 
+    def position(self, coords: Mapping[str, Any]) -> tuple[int, ...]:
+        """The key's index in an array over CELL_DIMS whose values `coords` gives."""
+        return tuple(
+            np.asarray(coords[d]).tolist().index(v)
+            for d, v in zip(CELL_DIMS, astuple(self), strict=True)
+        )
+
+    @property
+    def row(self) -> tuple[Any, ...]:
+        """What a comparison holds fixed: every coordinate but the variant's."""
+        values = zip(CELL_DIMS, astuple(self), strict=True)
+        return tuple(v for d, v in values if d not in VARIANT_DIMS)
+
     def with_batch(self, batch: int) -> CellKey:
         return CellKey(self.framework, self.mode, self.arch, int(batch))
 
@@ -70,6 +83,7 @@ class CellKey:
 
 
 CELL_DIMS = tuple(f.name for f in fields(CellKey))
+VARIANT_DIMS = ("framework", "mode")  # what the comparisons set against each other
 
 
 def keys_where(coords: Mapping[str, Any], mask: np.ndarray) -> Iterator[CellKey]:

@@ -2,7 +2,8 @@
 fwbench.analysis.stats (one system) and fwbench.analysis.by_system (every system stacked);
 their version, writers and readers.
 
-stats.nc: dimensions system, framework, mode, arch, batch, and scope for the winners.
+stats.nc: dimensions system, framework, mode, arch, batch, scope for the winners, and
+comparison for the compared pairs (their records: fwbench.io.comparisons_file).
 Per cell: the statistics, roofline and speedup variables (units in each `units` attribute) and
 the text variables (status, error_type, error, bound, memory_level, noise, flags, eager_ops;
 each with a `description`) of fwbench.analysis.summary_variables; per (arch, batch, scope) the
@@ -38,9 +39,12 @@ from fwbench.io.variables import V
 # many cells (fwbench.io.variables.AGGREGATES), the cells' compile details, host and versions,
 # and the attribute table_batch (the batch every table shows); it carries every variable
 # fwbench.io.variables declares for it, so readers test no variable's presence: older files
-# are refused naming the stats rule.
-SCHEMA_VERSION = 3
-READABLE = (3,)
+# are refused naming the stats rule. 4: every comparison as a record over the dimension
+# `comparison` (fwbench.io.comparisons_file), verdicts faster / slower / equivalent /
+# undetermined at one level, the winners' contenders, ratio CI and p in place of the tie and
+# Holm's p, deployment_verdict, compile_equivalent_cells.
+SCHEMA_VERSION = 4
+READABLE = (4,)
 WHAT = "statistics file"
 RERUN = "the stats rule (snakemake --forcerun stats)"
 

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from enum import Enum
 from types import SimpleNamespace
 
+from fwbench.io.dims import VARIANT_DIMS
+
 CELL, BENCH, STATS = "cell", "bench", "stats"
 
 
@@ -481,8 +483,16 @@ STATS_TEXT = (
     ),
     _text(
         "speedup_verdict",
-        "a compiled or exported mode against its eager cell: 'faster' (the speedup's CI above"
-        " 1), 'slower' (below 1), 'undetermined' (it holds 1); '' without a speedup",
+        "a compiled or exported mode against its eager cell (fwbench.analysis.comparisons):"
+        " 'faster' / 'slower' (the CI excludes 1 and the speedup passes stats.min_effect_pct),"
+        " 'equivalent' (the CI lies within ±min_effect_pct), 'undetermined' (neither);"
+        " '' without a speedup",
+        Pool.COMPUTED,
+        files=_S,
+    ),
+    _text(
+        "deployment_verdict",
+        "an export mode against its framework's best own mode, as speedup_verdict",
         Pool.COMPUTED,
         files=_S,
     ),
@@ -495,7 +505,6 @@ STATS_TEXT = (
 )
 
 # --- per variant, per framework and per system: what the report prints of many cells ---------
-VARIANT_DIMS = ("framework", "mode")
 
 
 def _per_variant(name: str, unit: str, meaning: str) -> Variable:
@@ -544,7 +553,8 @@ PER_VARIANT = (
     ),
     _per_variant("compile_faster_cells", "1", "cells whose speedup over eager is faster"),
     _per_variant("compile_slower_cells", "1", "cells whose speedup over eager is slower"),
-    _per_variant("compile_undetermined_cells", "1", "cells whose speedup's CI holds 1"),
+    _per_variant("compile_equivalent_cells", "1", "cells whose speedup is within ±min effect"),
+    _per_variant("compile_undetermined_cells", "1", "cells whose speedup is undetermined"),
     _per_variant("compile_faster_min", "1", "the smallest speedup of the faster cells"),
     _per_variant("compile_faster_max", "1", "the largest speedup of the faster cells"),
     _per_variant("compile_slower_min", "1", "the smallest speedup of the slower cells"),
@@ -595,6 +605,17 @@ PER_SYSTEM = (
     _per_variant("efficiency_high", "1", "the highest efficiency of a trusted cell that ran"),
     _per_variant("efficiency_high_cell", "", "its cell"),
     _per_variant("flag_counts", "", "every flag with the cells that carry it: 'N flag, ...'"),
+    _per_variant("comparisons_total", "1", "compared pairs at the table batch (every kind)"),
+    _per_variant("comparisons_different", "1", "of them, decided faster or slower"),
+    _per_variant("comparisons_equivalent", "1", "of them, decided equivalent"),
+    _per_variant("comparisons_undetermined", "1", "of them, undetermined"),
+    _per_variant("rivalries_total", "1", "rivals against their row's fastest at the table batch"),
+    _per_variant("rivalries_decided", "1", "of them, decided (faster, slower or equivalent)"),
+    _per_variant(
+        "rivalry_half_width_pct",
+        "%",
+        "the median half-width of their ratio CIs: exp(half the CI's width in log) − 1",
+    ),
 )
 # Per (arch, batch).
 PER_ROW = (

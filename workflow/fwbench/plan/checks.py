@@ -10,6 +10,11 @@ from fwbench.model.specs import build_spec
 
 # Keys of the train section that moved to `systems` (where every timing job runs).
 MOVED_TRAIN_KEYS = ("gpu_model", "gpus", "slurm_partition")
+# Levels that became one: every verdict uses stats.confidence and stats.min_effect_pct.
+MERGED_LEVELS = {
+    ("stats", "alpha"): "every verdict and its CI use stats.confidence (alpha = 1 − confidence)",
+    ("compare", "threshold_pct"): "a version change counts from stats.min_effect_pct",
+}
 
 
 def refuse_moved_keys(config: Mapping[str, Any]) -> None:
@@ -20,6 +25,9 @@ def refuse_moved_keys(config: Mapping[str, Any]) -> None:
             f"train.{', train.'.join(moved)}: where jobs run is now a system's setting "
             "(systems.<name>.slurm: partition, gpus, gpu_model); see config/systems.yaml"
         )
+    for (section, key), instead in MERGED_LEVELS.items():
+        if key in (config.get(section) or {}):
+            raise ValueError(f"{section}.{key} is gone: {instead}; remove it from the config")
 
 
 def compile_options_key(framework: str) -> str:

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from fwbench.analysis.significance import WINNER
+from fwbench.analysis.winners import ONLY, WINNER
 from fwbench.io.atomic import write_text
 from fwbench.io.dims import EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.stats_file import StatsView
@@ -71,7 +71,7 @@ def latency_table(view: StatsView) -> str:
     header = ["arch", *(f"{frameworks[f]}/{modes[m]}" for f, m in variants), "verdict"]
     note = (
         "Fastest median per row in **bold** (flagged cells included: flagged.md); verdict: the "
-        "winner among unflagged cells, or the tie (winners.md). "
+        "winner among unflagged cells, or the contenders (winners.md). "
         f"{FAILED_MARK}: the cell failed "
         f"(failed.md); {MISSING}: no measurement.\n\n"
     )
@@ -95,12 +95,59 @@ def _latency_cells(status: np.ndarray, median: np.ndarray, variants: list) -> li
 
 def _verdict(view: StatsView, arch: str, batch: int) -> str:
     row = view.ds.sel(arch=arch, batch=batch, scope="all")
-    verdict, tied, winner = (
-        row[name].item() for name in ("winner_verdict", "winner_tied", "winner")
+    verdict, named = row["winner_verdict"].item(), _named(row)
+    return f"{verdict}: {named}" if named else verdict
+
+
+def _named(row) -> str:
+    """The winner (winner, only), else the contenders: the fastest and every rival not
+    decided slower."""
+    verdict = row["winner_verdict"].item()
+    return row["winner"].item() if verdict in (WINNER, ONLY) else row["winner_contenders"].item()
+
+
+def decision_rule(attrs: Mapping) -> str:
+    """How every verdict (winners, compile, deployment, versions) is reached, in words, from
+    stats.nc's settings (fwbench.analysis.comparisons)."""
+    confidence = fixed(attrs.get("stats_confidence", math.nan), 100, 0)
+    effect = f"{attrs.get('stats_min_effect_pct', math.nan):g}"
+    return (
+        f"Each comparison is a ratio of medians with its {confidence}% CI (between processes, "
+        "Student's t, where cells ran in several; a bootstrap of one process's timings "
+        f"otherwise): *faster* / *slower* where the CI excludes 1 and the ratio is at least "
+        f"{effect}% from 1; *equivalent* where the whole CI lies within ±{effect}% (two "
+        "one-sided tests); *undetermined* where the CI allows both: the data cannot tell, and "
+        "the CI says how far apart the two may be."
     )
-    if verdict == WINNER:
-        return f"{WINNER}: {winner}"
-    return f"{verdict}: {tied}" if tied else verdict
+
+
+WINNER_HEADER = [
+    "verdict",
+    "winner / contenders",
+    "fastest",
+    "median µs",
+    "runner-up",
+    "median µs",
+    "runner-up ÷ fastest [CI]",
+    "p",
+]
+
+
+def winner_cells(row) -> list[str]:
+    """One contest (stats.nc at an arch, batch and scope) as the cells of WINNER_HEADER."""
+    return [
+        row["winner_verdict"].item(),
+        _named(row) or MISSING,
+        row["winner_fastest"].item() or MISSING,
+        fixed(row["winner_fastest_median_s"].item(), 1e6),
+        row["winner_runner_up"].item() or MISSING,
+        fixed(row["winner_runner_up_median_s"].item(), 1e6),
+        speedup_with_ci(*(row[f"winner_{n}"].item() for n in RATIO_WITH_CI)),
+        p_value(row["winner_p_value"].item()),
+    ]
+
+
+RATIO_WITH_CI = ("runner_up_ratio", "ratio_ci_low", "ratio_ci_high")
 
 
 def compile_speedup_table(view: StatsView) -> str:
@@ -194,53 +241,32 @@ def efficiency_table(view: StatsView) -> str:
 
 def winners_table(view: StatsView) -> str:
     summary = view.ds
-    rows = []
-    for arch in summary["arch"].values:
-        for batch in summary["batch"].values:
-            for scope in summary["scope"].values:
-                row = summary.sel(arch=arch, batch=batch, scope=scope)
-                rows.append(
-                    [
-                        arch,
-                        batch,
-                        scope,
-                        row["winner_verdict"].item(),
-                        row["winner"].item(),
-                        row["winner_fastest"].item(),
-                        fixed(row["winner_fastest_median_s"].item(), 1e6),
-                        row["winner_runner_up"].item(),
-                        fixed(row["winner_runner_up_median_s"].item(), 1e6),
-                        p_value(row["winner_p_holm"].item()),
-                        row["winner_tied"].item(),
-                        row["winner_excluded"].item(),
-                    ]
-                )
-    header = [
-        "arch",
-        "batch",
-        "among",
-        "verdict",
-        "winner",
-        "fastest",
-        "median µs",
-        "runner-up",
-        "median µs",
-        "p (Holm)",
-        "tied set",
-        "excluded (flagged)",
+    rows = [
+        [
+            arch,
+            batch,
+            scope,
+            *winner_cells(row := summary.sel(arch=arch, batch=batch, scope=scope)),
+            row["winner_excluded"].item(),
+        ]
+        for arch in summary["arch"].values
+        for batch in summary["batch"].values
+        for scope in summary["scope"].values
     ]
-    alpha = summary.attrs.get("stats_alpha", math.nan)
-    effect = summary.attrs.get("stats_min_effect_pct", math.nan)
+    header = ["arch", "batch", "among", *WINNER_HEADER, "excluded (flagged)"]
     return (
         "# Winners\n\n"
-        "Fastest by median; a winner only when every other variant is slower both "
-        "significantly (one-sided in the medians' direction: Mann–Whitney U, or over processes "
-        "Student's t on log median ratios, σ between processes; p doubled as that direction "
-        f"was read off the data; Holm-adjusted p < {alpha}, the table's comparisons corrected "
-        f"together) and by at least {effect}% in median. Otherwise a tie among the variants "
-        "that are not. Failed cells do not compete (failed.md); flagged cells (noisy, "
-        "contended, faster than the roofline) do not either and are listed in the last column "
-        "(flagged.md).\n\n" + markdown_table(header, rows)
+        "The fastest unflagged variant by median against each other one. A *winner* is faster "
+        "than every rival; *equivalent*: every rival is slower or equivalent, the contenders "
+        "being the fastest and the equivalent ones; *undetermined*: some rival is neither, "
+        "the contenders being the fastest and every rival not decided slower (the runner-up's "
+        "ratio CI says what the data allow). "
+        + decision_rule(summary.attrs)
+        + " p: two-sided, of no difference between the fastest and the runner-up, at no "
+        "correction for the table's many comparisons (comparisons.csv lists each). Failed "
+        "cells do not compete (failed.md); flagged cells (noisy, contended, faster than the "
+        "roofline) do not either and are listed in the last column (flagged.md).\n\n"
+        + markdown_table(header, rows)
     )
 
 

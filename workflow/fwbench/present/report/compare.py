@@ -1,5 +1,5 @@
 """Changes since the previous version, when compare inputs are given: per compare CSV of
-fwbench.analysis.compare (one row per cell: old/new medians, ratio with its CI, Holm p,
+fwbench.analysis.compare (one row per cell: old/new medians, ratio with its CI, p,
 verdict) a subsection; its summary Markdown embedded, its figures (PNG) linked."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections import Counter
 import pandas as pd
 
 from fwbench.io.dims import CELL_DIMS
-from fwbench.present.format import MISSING, latency_us
+from fwbench.present.format import MISSING, latency_us, p_value, speedup_with_ci
 from fwbench.present.report.context import LoadedFile, ReportContext
-from fwbench.present.report.markdown import cell, frame_table, link, table
+from fwbench.present.report.markdown import frame_table, link, table
 
 COMPARE_KEYS = CELL_DIMS
 COMPARE_NEEDS = {"old_median_s", "new_median_s", "ratio", "verdict", *COMPARE_KEYS}
@@ -23,13 +23,11 @@ def _ratio_ci(row: pd.Series) -> str:
     ratio = row["ratio"]
     if not math.isfinite(ratio):
         return MISSING
-    low, high = row.get("ratio_ci_low", math.nan), row.get("ratio_ci_high", math.nan)
-    interval = f" [{low:.3f}, {high:.3f}]" if math.isfinite(low) and math.isfinite(high) else ""
-    return f"{ratio:.3f}{interval}"
+    return speedup_with_ci(ratio, row.get("ratio_ci_low"), row.get("ratio_ci_high"))
 
 
 def compare_table(frame: pd.DataFrame) -> str:
-    """Per cell: old and new median (µs), new ÷ old with its CI, Holm p, verdict; a file
+    """Per cell: old and new median (µs), new ÷ old with its CI, p, verdict; a file
     without those columns is shown as it is."""
     if not COMPARE_NEEDS.issubset(frame.columns):
         return frame_table(frame)
@@ -39,12 +37,12 @@ def compare_table(frame: pd.DataFrame) -> str:
             latency_us(row["old_median_s"]),
             latency_us(row["new_median_s"]),
             _ratio_ci(row),
-            cell(float(row.get("p_holm", math.nan))),
+            p_value(row.get("p_difference", math.nan)),
             row["verdict"],
         ]
         for _, row in frame.iterrows()
     ]
-    header = [*COMPARE_KEYS, "old median µs", "new median µs", "new ÷ old [CI]", "p (Holm)"]
+    header = [*COMPARE_KEYS, "old median µs", "new median µs", "new ÷ old [CI]", "p"]
     return table([*header, "verdict"], rows)
 
 

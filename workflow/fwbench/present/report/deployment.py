@@ -16,7 +16,7 @@ from fwbench.analysis.over_cells import ONNX_MODE
 from fwbench.io.dims import EAGER_MODE, STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.present.format import MISSING, fixed, latency_us, percent
+from fwbench.present.format import MISSING, fixed, latency_us, percent, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.tables import markdown_table
 
@@ -92,11 +92,7 @@ def _median(view: StatsView, key: CellKey) -> str:
 
 def _speedup(view: StatsView, key: CellKey, names: tuple[str, str, str]) -> str:
     value, low, high = (view.value(name, key) for name in names)
-    return (
-        f"{fixed(value, digits=2)}× [{fixed(low, digits=2)}, {fixed(high, digits=2)}]"
-        if (math.isfinite(value))
-        else MISSING
-    )
+    return speedup_with_ci(value, low, high) if math.isfinite(value) else MISSING
 
 
 VS_EAGER = (V.speedup_vs_eager, V.speedup_ci_low, V.speedup_ci_high)
@@ -106,7 +102,7 @@ VS_BEST = (V.speedup_vs_best, V.speedup_vs_best_ci_low, V.speedup_vs_best_ci_hig
 def _path_row(view: StatsView, key: CellKey) -> list[Any]:
     path = f"{key.framework}/{key.mode}"
     if view.value(V.status, key) != STATUS_OK:
-        return [key.arch, key.batch, path, "failed", MISSING, MISSING, MISSING]
+        return [key.arch, key.batch, path, "failed", MISSING, MISSING, MISSING, MISSING]
     return [
         key.arch,
         key.batch,
@@ -115,6 +111,7 @@ def _path_row(view: StatsView, key: CellKey) -> list[Any]:
         _speedup(view, key, VS_EAGER),
         view.value(V.best_own_mode, key) or MISSING,
         _speedup(view, key, VS_BEST),
+        view.value(V.deployment_verdict, key) or MISSING,
     ]
 
 
@@ -128,7 +125,7 @@ def _export_cells(view: StatsView) -> list[CellKey]:
 
 def latency_table(view: StatsView) -> str:
     """Each path's median beside its framework's eager and best own mode (> 1: the path is
-    faster), with CIs."""
+    faster), with CIs, and the verdict against the best own mode."""
     confidence = percent(view.attrs.get("stats_confidence", math.nan))
     header = [
         "architecture",
@@ -138,6 +135,7 @@ def latency_table(view: StatsView) -> str:
         f"vs {EAGER_MODE} [CI]",
         "best own mode",
         "vs best own mode [CI]",
+        "verdict",
     ]
     return markdown_table(header, [_path_row(view, key) for key in _export_cells(view)])
 
@@ -180,7 +178,9 @@ def deployment_section(context: ReportContext, part: SystemPart) -> str:
         "## Deployment paths\n\n"
         f"{INTRO}\n\nWhat each path exported:\n\n{support_matrix(manifests)}\n"
         "Each path's latency beside its framework's eager mode and its best own mode at the "
-        "same batch (a ratio above 1: the deployed model is faster):\n\n"
+        "same batch (a ratio above 1: the deployed model is faster), and the verdict against "
+        "the best own mode (faster, slower, equivalent or undetermined, as every comparison: "
+        "the method section):\n\n"
         f"{latency_table(part.view)}\n"
         + (
             "The ONNX exports of the frameworks in one runtime (ONNX Runtime, the same "

@@ -1,37 +1,68 @@
 """The findings a report opens with, generated from stats.nc: per architecture the winner at the
-table batch and its margin (or the tie), where compiling pays and where it does not, each
-framework's largest part of the time (the attribution), the range of roofline efficiency, and
-what failed or was flagged. Every number is copied, as the table below prints it, from the
-table or figure the finding names."""
+table batch and its margin (or the contenders, equivalent or undetermined), where compiling pays
+and where it does not, each framework's largest part of the time (the attribution), the range
+of roofline efficiency, and what failed or was flagged. Every number is copied, as the table
+below prints it, from the table or figure the finding names."""
 
 from __future__ import annotations
 
 import math
 
-from fwbench.analysis.significance import ONLY, TIE, WINNER
+from fwbench.analysis.winners import EQUIVALENT_FIRST, NONE, ONLY, WINNER
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.present.format import fixed, latency_us, times
+from fwbench.present.format import fixed, latency_us, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
+from fwbench.present.tables import RATIO_WITH_CI
 
 
 def _winner(view: StatsView, arch: str, batch: int) -> str:
     row = view.ds.sel(arch=arch, batch=batch, scope="all")
-    verdict = row["winner_verdict"].item()
-    fastest, runner_up = (row[f"winner_{k}_median_s"].item() for k in ("fastest", "runner_up"))
-    if verdict in (WINNER, ONLY):
-        margin = (
-            f", {times(row['winner_runner_up_ratio'].item())} faster than "
-            f"{row['winner_runner_up'].item()} ({fixed(runner_up, 1e6)} µs)"
-            if verdict == WINNER
-            else " (the only trusted variant)"
-        )
-        return f"`{arch}`: **{row['winner'].item()}** wins in {fixed(fastest, 1e6)} µs{margin}"
-    if verdict == TIE:
-        return (
-            f"`{arch}`: a tie among {row['winner_tied'].item()} (fastest {fixed(fastest, 1e6)} µs)"
-        )
-    return f"`{arch}`: no trusted variant to compare"
+    verdict, name, contenders = (
+        row[n].item() for n in ("winner_verdict", "winner", "winner_contenders")
+    )
+    median = f"{fixed(row['winner_fastest_median_s'].item(), 1e6)} µs"
+    if verdict == NONE:
+        return f"`{arch}`: no trusted variant to compare"
+    if verdict == ONLY:
+        return f"`{arch}`: **{name}** in {median}, the only trusted variant"
+    ratio = speedup_with_ci(*(row[f"winner_{n}"].item() for n in RATIO_WITH_CI))
+    runner_up = f"{row['winner_runner_up'].item()} at {ratio}× its median"
+    if verdict == WINNER:
+        return f"`{arch}`: **{name}** wins in {median}, {runner_up}"
+    fastest = f"{row['winner_fastest'].item()} ({median})"
+    if verdict == EQUIVALENT_FIRST:
+        return f"`{arch}`: equivalent within ±{_min_effect(view)}: {contenders}, fastest {fastest}"
+    return f"`{arch}`: undetermined among {contenders}: fastest {fastest}, {runner_up}"
+
+
+def _min_effect(view: StatsView) -> str:
+    return f"{view.attrs['stats_min_effect_pct']:g}%"
+
+
+def decided(view: StatsView) -> str:
+    """How many comparisons at the table batch the data decided, and how wide the winner
+    rivalries' CIs are: the findings' line and the winners section's."""
+
+    def count(name: str) -> int:
+        return int(view.of_system(name))
+
+    total, rivals = count(V.comparisons_total), count(V.rivalries_total)
+    if not total:
+        return "no comparisons"
+    half_width = view.of_system(V.rivalry_half_width_pct)
+    rivalries = (
+        f"; of the {rivals} rivals against their row's fastest, {count(V.rivalries_decided)} "
+        f"decided, their ratio CIs ±{fixed(half_width)}% (median half-width)"
+        if rivals
+        else ""
+    )
+    return (
+        f"{total - count(V.comparisons_undetermined)} of {total} comparisons decided "
+        f"({count(V.comparisons_different)} faster or slower, "
+        f"{count(V.comparisons_equivalent)} equivalent), "
+        f"{count(V.comparisons_undetermined)} undetermined{rivalries}"
+    )
 
 
 def winner_findings(view: StatsView, batch: int) -> list[str]:
@@ -46,7 +77,8 @@ def _span(low: float, high: float, digits: int, unit: str = "") -> str:
 
 
 def _compile_line(view: StatsView, framework: str, mode: str) -> str:
-    """A compiled mode against eager over its cells: how many faster, slower, undetermined."""
+    """A compiled mode against eager over its cells: how many faster, slower, equivalent,
+    undetermined."""
 
     def value(name: str) -> float:
         return view.of_variant(name, framework, mode)
@@ -61,8 +93,10 @@ def _compile_line(view: StatsView, framework: str, mode: str) -> str:
     if slower := int(value(V.compile_slower_cells)):
         span = _span(value(V.compile_slower_min), value(V.compile_slower_max), 2, "×")
         parts.append(f"slower in {slower} ({span})")
+    if equivalent := int(value(V.compile_equivalent_cells)):
+        parts.append(f"equivalent in {equivalent} (CI within ±{_min_effect(view)})")
     if undetermined := int(value(V.compile_undetermined_cells)):
-        parts.append(f"undetermined in {undetermined} (the speedup's CI holds 1)")
+        parts.append(f"undetermined in {undetermined} (the data cannot tell)")
     return f"`{framework}/{mode}`: " + ", ".join(parts) if parts else ""
 
 
@@ -134,6 +168,7 @@ def findings_section(context: ReportContext, part: SystemPart) -> str:
     batch = view.table_batch
     findings = [
         *winner_findings(view, batch),
+        f"Comparisons at batch {batch} (winners): {decided(view)}.",
         *compile_findings(view),
         *attribution_findings(view, batch),
         *efficiency_findings(view),

@@ -16,7 +16,7 @@ from fwbench.present.format import MISSING, fixed, latency_us
 from fwbench.present.report.compilation import RECURRENT_EAGER, compile_rows
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.report.markdown import parse_json
-from fwbench.present.tables import markdown_table
+from fwbench.present.tables import decision_rule, markdown_table
 
 COMPILE_HEADER = [
     "framework",
@@ -96,14 +96,10 @@ def _statistics_line(attrs: Mapping[str, Any]) -> str:
         f"CI ({attrs.get('median_ci_level', 'over the timings of one process')}; bootstraps "
         f"are percentile, {attrs.get('stats_bootstrap_resamples', MISSING)} resamples). "
         f"CV above {attrs.get('stats_cv_threshold_pct', MISSING)}% is flagged "
-        "noisy. A winner is declared only when every other variant is slower both "
-        "significantly (one-sided, in the medians' direction: Mann–Whitney U on the timings, or "
-        "with several processes Student's t on the log ratio of the medians, σ the spread "
-        "between processes pooled over the system's cells; p doubled, "
-        "Holm-corrected across the table, "
-        f"p < {attrs.get('stats_alpha', MISSING)}) and by at least "
-        f"{attrs.get('stats_min_effect_pct', MISSING)}% in median; otherwise the result is a "
-        "tie. Flagged cells do not compete.\n"
+        "noisy; flagged cells do not compete for a winner. "
+        + decision_rule(attrs)
+        + " No correction for the many comparisons: each verdict is at the level above "
+        "(results/summary/comparisons.csv lists every one).\n"
     )
 
 

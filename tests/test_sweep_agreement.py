@@ -1,0 +1,68 @@
+"""self_measurement/sweep_agreement.py on two hand-made sweeps' comparisons."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+
+import pandas as pd
+
+from conftest import REPO
+
+SCRIPT = REPO / "self_measurement" / "sweep_agreement.py"
+spec = importlib.util.spec_from_file_location("sweep_agreement", SCRIPT)
+sweep_agreement = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sweep_agreement)
+
+
+def sweep(rows: list[tuple[str, float, float, str]]) -> pd.DataFrame:
+    """(arch, speedup, se_log, verdict) per comparison of one sweep."""
+    frame = pd.DataFrame(
+        [
+            {
+                "system": "local",
+                "kind": "winner",
+                "arch": arch,
+                "batch": 32,
+                "baseline": "jax/jit",
+                "candidate": "torch/compiled",
+                "speedup": speedup,
+                "ci_low": speedup * math.exp(-1.96 * se),
+                "ci_high": speedup * math.exp(1.96 * se),
+                "se_log": se,
+                "dof": math.inf,
+                "verdict": verdict,
+            }
+            for arch, speedup, se, verdict in rows
+        ]
+    )
+    return frame.set_index(sweep_agreement.KEY)
+
+
+def test_agreement_tests_the_difference_and_counts_reversals():
+    a = sweep(
+        [
+            ("mlp", 1.20, 0.02, "faster"),
+            ("cnn", 1.00, 0.01, "equivalent"),
+            ("rnn", 1.3, 0.01, "faster"),
+        ]
+    )
+    b = sweep(
+        [
+            ("mlp", 1.25, 0.02, "faster"),
+            ("cnn", 1.08, 0.01, "undetermined"),
+            ("rnn", 0.7, 0.01, "slower"),
+        ]
+    )
+    found = sweep_agreement.agreement(a, b, 0.95)
+    # mlp: |log 1.25/1.20| = 0.041 ≤ 1.96·0.028 = 0.055; cnn: 0.077 > 0.028; rnn: far apart
+    assert found == {
+        "shared": 3,
+        "agree": 1,
+        "reversed": 1,
+        "decided_in_one_only": 1,
+        "same_verdict": 1,
+    }
+    assert "3 comparisons, 3 decided (100%), median CI half-width 2.0%" in sweep_agreement.report(
+        "A", a
+    )

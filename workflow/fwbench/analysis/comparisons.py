@@ -1,0 +1,237 @@
+"""Every comparison fwbench reports, as one kind of record: a pair of cells, the speedup of the
+candidate over the baseline (baseline median ÷ candidate median: above 1, the candidate is
+faster), its CI, its p values and a verdict with three answers.
+
+The estimate is the log of that ratio with a standard error and degrees of freedom:
+
+- cells measured in several processes: each cell's spread between processes
+  (fwbench.analysis.process_spread: σ of log process medians pooled over the system, k
+  processes), se = √(σ₁²/k₁ + σ₂²/k₂) at the smaller pooled dof, Student's t;
+- one process: the bootstrap standard error of the log ratio of medians (each cell's timings
+  resampled on their own, seeded from the pair's name), normal quantiles.
+
+The verdict, from the CI at `stats.confidence` (the CI printed is the one decided on) and the
+minimum practical effect δ = log(1 + min_effect_pct/100):
+
+- FASTER / SLOWER: the CI excludes 1 and the speedup is at least 1 + δ (at most 1/(1 + δ));
+- EQUIVALENT: the whole CI lies inside (1/(1 + δ), 1 + δ): two one-sided tests, each at
+  (1 − confidence)/2;
+- UNDETERMINED: neither: the data allow any speedup in the CI.
+
+`p_difference` is the two-sided p of H0 speedup = 1, `p_equivalence` the larger of the two
+one-sided p values against ±δ (below (1 − confidence)/2 exactly when EQUIVALENT).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from fwbench import frameworks
+from fwbench.analysis.process_spread import log_ratio_spread, spread_at
+from fwbench.io.comparisons_file import (
+    EQUIVALENT,
+    FASTER,
+    ROW_DIMS,
+    SLOWER,
+    UNDETERMINED,
+)
+from fwbench.io.dims import EAGER_MODE, CellKey
+from fwbench.rng import seeded_rng
+
+
+@dataclass(frozen=True)
+class Levels:
+    """The one significance level and minimum effect every verdict uses (config `stats`)."""
+
+    confidence: float
+    min_effect_pct: float
+    resamples: int = 2000
+    seed: int = 0
+
+    @property
+    def delta(self) -> float:
+        return math.log1p(self.min_effect_pct / 100)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The log speedup, its standard error and dof (inf: normal), and how it was made."""
+
+    log_speedup: float
+    se: float
+    dof: float
+    method: str
+
+
+@dataclass(frozen=True)
+class Comparison:
+    kind: str
+    baseline: CellKey
+    candidate: CellKey
+    speedup: float
+    ci_low: float
+    ci_high: float
+    p_difference: float
+    p_equivalence: float
+    verdict: str
+    estimate: Estimate
+
+    def row(self) -> dict[str, Any]:
+        """The comparison as one record (fwbench.io.comparisons_file.COLUMNS)."""
+        fixed = {d: getattr(self.baseline, d) for d in ROW_DIMS}
+        return {"kind": self.kind, **fixed} | {
+            "baseline": f"{self.baseline.framework}/{self.baseline.mode}",
+            "candidate": f"{self.candidate.framework}/{self.candidate.mode}",
+            "speedup": self.speedup,
+            "ci_low": self.ci_low,
+            "ci_high": self.ci_high,
+            "p_difference": self.p_difference,
+            "p_equivalence": self.p_equivalence,
+            "verdict": self.verdict,
+            "se_log": self.estimate.se,
+            "dof": self.estimate.dof,
+            "method": self.estimate.method,
+        }
+
+
+def judge(estimate: Estimate, levels: Levels) -> tuple[float, float, float, float, str]:
+    """(ci_low, ci_high, p_difference, p_equivalence, verdict) of one estimate."""
+    value, se, dof = estimate.log_speedup, estimate.se, estimate.dof
+    if not (math.isfinite(value) and math.isfinite(se) and se >= 0 and dof > 0):
+        return math.nan, math.nan, math.nan, math.nan, ""
+    delta = levels.delta
+    if se == 0:  # identical timings: the ratio is exact
+        low = high = value
+        p_difference, p_equivalence = float(value == 0), float(abs(value) >= delta)
+    else:
+        law = scipy_stats.norm if math.isinf(dof) else scipy_stats.t(dof)
+        half = float(law.ppf((1 + levels.confidence) / 2)) * se
+        low, high = value - half, value + half
+        p_difference = float(2 * law.sf(abs(value) / se))
+        p_equivalence = float(max(law.sf((value + delta) / se), law.cdf((value - delta) / se)))
+    if low > 0 and value >= delta:
+        verdict = FASTER
+    elif high < 0 and value <= -delta:
+        verdict = SLOWER
+    elif -delta < low and high < delta:
+        verdict = EQUIVALENT
+    else:
+        verdict = UNDETERMINED
+    return math.exp(low), math.exp(high), p_difference, p_equivalence, verdict
+
+
+class Cells:
+    """What the comparisons read of one system's cells, by key: the pooled medians, the warm
+    timings (repeats last) and, measured in several processes, each cell's spread."""
+
+    def __init__(
+        self,
+        coords: Mapping[str, Any],
+        median_s: np.ndarray,
+        latency: np.ndarray,
+        spreads: dict[str, np.ndarray] | None,
+    ):
+        self.coords, self.median_s, self.latency, self.spreads = coords, median_s, latency, spreads
+
+    def median(self, key: CellKey) -> float:
+        return float(self.median_s[key.position(self.coords)])
+
+    def estimate(self, baseline: CellKey, candidate: CellKey, levels: Levels) -> Estimate:
+        ends = (baseline.position(self.coords), candidate.position(self.coords))
+        value = math.log(self.median_s[ends[0]] / self.median_s[ends[1]])
+        if self.spreads is not None:
+            sigma, dof = log_ratio_spread([spread_at(self.spreads, end) for end in ends])
+            return Estimate(value, sigma, dof, "between processes (Student's t)")
+        rng = seeded_rng(levels.seed, f"compare/{baseline.name}/{candidate.name}")
+        se = bootstrap_se(self.latency[ends[0]], self.latency[ends[1]], levels.resamples, rng)
+        return Estimate(value, se, math.inf, "bootstrap of one process's timings (normal)")
+
+
+def _log_ratio(numerator: np.ndarray, denominator: np.ndarray, axis: int = -1) -> np.ndarray:
+    return np.log(np.median(numerator, axis=axis) / np.median(denominator, axis=axis))
+
+
+def bootstrap_se(
+    numerator: np.ndarray, denominator: np.ndarray, resamples: int, rng: np.random.Generator
+) -> float:
+    """The bootstrap standard error of log(median(numerator) / median(denominator))."""
+    samples = tuple(s[np.isfinite(s)] for s in (np.asarray(numerator), np.asarray(denominator)))
+    if min(len(s) for s in samples) < 2:
+        return math.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
+        result = scipy_stats.bootstrap(
+            samples,
+            _log_ratio,
+            n_resamples=resamples,
+            vectorized=True,
+            paired=False,
+            rng=rng,
+            method="percentile",
+        )
+    return float(result.standard_error)
+
+
+def compare(
+    cells: Cells, kind: str, baseline: CellKey, candidate: CellKey, levels: Levels
+) -> Comparison:
+    estimate = cells.estimate(baseline, candidate, levels)
+    low, high, p_difference, p_equivalence, verdict = judge(estimate, levels)
+    return Comparison(
+        kind,
+        baseline,
+        candidate,
+        math.exp(estimate.log_speedup),
+        low,
+        high,
+        p_difference,
+        p_equivalence,
+        verdict,
+        estimate,
+    )
+
+
+# --- which pairs are compared ---------------------------------------------------------------
+
+
+def compile_pairs(ok: Iterable[CellKey]) -> list[tuple[CellKey, CellKey]]:
+    """Each measured non-eager cell against its framework's eager cell in the same row."""
+    measured = set(ok)
+    return [
+        (key.with_mode(EAGER_MODE), key)
+        for key in sorted(measured, key=str)
+        if key.mode != EAGER_MODE and key.with_mode(EAGER_MODE) in measured
+    ]
+
+
+def best_own_mode(key: CellKey, ok: set[CellKey], median: Callable[[CellKey], float]) -> str:
+    """The fastest of the key's framework's own (not export) modes measured in its row; ''."""
+    own = [
+        k
+        for k in ok
+        if k.row == key.row
+        and k.framework == key.framework
+        and not frameworks.is_export_mode(k.framework, k.mode)
+    ]
+    return min(own, key=median).mode if own else ""
+
+
+def deployment_pairs(
+    ok: Iterable[CellKey], median: Callable[[CellKey], float]
+) -> list[tuple[CellKey, CellKey]]:
+    """Each measured export-mode cell against its framework's fastest own mode in its row."""
+    measured = set(ok)
+    pairs = []
+    for key in sorted(measured, key=str):
+        if frameworks.is_export_mode(key.framework, key.mode):
+            best = best_own_mode(key, measured, median)
+            if best:
+                pairs.append((key.with_mode(best), key))
+    return pairs
