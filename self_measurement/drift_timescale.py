@@ -99,10 +99,14 @@ def main() -> None:
     works = {w.level: w for w in works_from_baseline(read_hardware(args.hardware)["canary"])}
     if args.level not in works:
         raise SystemExit(f"no canary for level {args.level!r} (levels: {', '.join(works)})")
-    os.sched_setaffinity(0, {physical_core_order(os.sched_getaffinity(0))[0]})
+    every_core = os.sched_getaffinity(0)
+    first = {physical_core_order(every_core)[0]}
+    os.sched_setaffinity(0, first)
     canary = Canary(works[args.level])
     for condition in args.conditions:
+        os.sched_setaffinity(0, every_core)  # the hog picks its core among them
         running = hog(condition)
+        os.sched_setaffinity(0, first)
         try:
             probes = record(canary, args.seconds)
         finally:

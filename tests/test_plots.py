@@ -184,10 +184,11 @@ def test_latency_bars_are_the_medians_at_the_table_batch_in_microseconds(stats):
     assert heights == expected and ax.get_yscale() == "log"
 
 
-def test_the_noisy_cell_is_named_above_the_threshold(stats):
+def test_the_noisy_cell_is_named_as_flagged_high_cv(stats):
     figure = INFERENCE_FIGURES["stability"](inputs(stats))
     notes = " ".join(text.get_text() for text in figure.texts).replace("\n", " ")
-    assert "Noisy (CV above 10%" in notes and "tensorflow/eager/mlp/b1" in notes
+    assert "Noisy (high_cv, circled: CV above 10% and above 2× the speed canary" in notes
+    assert "tensorflow/eager/mlp/b1" in notes
     ax = figure.axes[0]
     assert any(line.get_ydata()[0] == 10 for line in ax.lines if len(line.get_ydata()) == 2)
 

@@ -20,7 +20,7 @@ from fwbench.analysis.estimators import (
     median_ci,
     ratio_of_medians_ci,
 )
-from fwbench.analysis.flags import untrusted
+from fwbench.analysis.flags import high_cv, untrusted
 from fwbench.analysis.roofline import (
     HardwareLimits,
     MemoryLevel,
@@ -458,12 +458,23 @@ def test_a_cell_with_one_process_on_another_cpu_is_flagged_node_mismatch(tmp_pat
     assert "node_mismatch" in flags  # process 1 ran on a Zen 4, the hardware file is a Zen 3's
 
 
+def test_high_cv_is_noise_above_the_threshold_and_above_the_machines_beside_it():
+    cells = {
+        "cv_pct": np.array([5.0, 15.0, 15.0, 15.0, 40.0]),
+        "canary_cv_pct": np.array([1.0, 1.0, 10.0, np.nan, 25.0]),
+    }
+    # quiet; own noise; the machine's (15 < 2 × 10); no canary: the threshold alone; 40 < 50
+    assert high_cv(cells, 10.0, 2.0).tolist() == [False, True, False, True, False]
+    assert high_cv(cells, 10.0, 1.0).tolist() == [False, True, True, True, True]
+
+
 def test_only_flags_about_the_measurement_keep_a_cell_out_of_the_winners():
     flags = np.array(
         [["", "not_compiled", "partially_compiled"], ["high_cv", "not_compiled,contended", ""]],
         dtype=object,
     )
-    assert untrusted(flags).tolist() == [[False, False, False], [True, True, False]]
+    # a cell's own noise is in its CIs: high_cv competes; contention is about the moment
+    assert untrusted(flags).tolist() == [[False, False, False], [False, True, False]]
     assert untrusted(np.array(["invalid_fast", "node_mismatch"], dtype=object)).all()
 
 

@@ -1,5 +1,6 @@
 """The flags a cell of stats.nc can carry, what each means, and which ones keep a cell out of
-the winners' contests."""
+the winners' contests (facts about the measurement's conditions: contended, slow machine,
+faster than the roofline, another node; not high_cv: a cell's own noise is in its CIs)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ FLAG_PARTIAL = "partially_compiled"
 FLAG_NODE_MISMATCH = "node_mismatch"
 FLAG_SLOW_MACHINE = "slow_machine"
 UNTRUSTED_FLAGS = (
-    FLAG_HIGH_CV,
     FLAG_CONTENDED,
     FLAG_SLOW_MACHINE,
     INVALID_FAST,
@@ -25,7 +25,9 @@ UNTRUSTED_FLAGS = (
 )
 NODE_MODELS = ("cpu_model", "gpu_model")
 FLAG_MEANINGS = {
-    FLAG_HIGH_CV: "coefficient of variation above the threshold: too noisy to trust",
+    FLAG_HIGH_CV: "coefficient of variation above stats.cv_threshold_pct and above "
+    "stats.cv_machine_factor × the speed canary's CV beside it: noise of the framework's own, "
+    "unusual on this machine (it widens the cell's CIs; the cell still competes)",
     FLAG_CONTENDED: "other processes used the CPU during the timed loop",
     FLAG_SLOW_MACHINE: "the speed canary ran slow in a process of the cell, also when measured "
     "again (bench.retries): the machine, not the framework, was slow",
@@ -80,6 +82,7 @@ def cell_flags(
     ok: np.ndarray,
     node: dict[str, str],
     cv_threshold_pct: float,
+    cv_machine_factor: float,
 ) -> np.ndarray:
     """Each cell's flags (as flag_cells gives them) from its statistics (`cells`: cv_pct,
     contended, compiled), the roofline's `invalid_fast`, which cells succeeded (`ok`), the
@@ -88,7 +91,7 @@ def cell_flags(
     compiled_mode = np.array([mode != EAGER_MODE for mode in modes])[None, :, None, None]
     return flag_cells(
         {
-            FLAG_HIGH_CV: cells["cv_pct"] > cv_threshold_pct,
+            FLAG_HIGH_CV: high_cv(cells, cv_threshold_pct, cv_machine_factor),
             FLAG_CONTENDED: cells["contended"] == 1,
             FLAG_SLOW_MACHINE: cells["slow_machine"] == 1,
             INVALID_FAST: invalid_fast,
@@ -97,6 +100,23 @@ def cell_flags(
             FLAG_NODE_MISMATCH: ok & node_mismatch(bench, node),
         }
     )
+
+
+def high_cv(
+    cells: Mapping[str, np.ndarray], threshold_pct: float, machine_factor: float
+) -> np.ndarray:
+    """Cells noisier than the threshold and than `machine_factor` × the machine's own noise
+    measured beside them (the canary chain's CV over the cell's samples, same core); where no
+    canary ran, the threshold alone."""
+    cv, floor = cells["cv_pct"], cells["canary_cv_pct"]
+    beside = np.where(np.isfinite(floor), machine_factor * floor, 0.0)
+    return (cv > threshold_pct) & (cv > beside)
+
+
+def has_flag(flags: np.ndarray, flag: str) -> np.ndarray:
+    """Where the comma-separated `flags` hold `flag`."""
+    hits = [flag in str(text).split(",") for text in np.ravel(flags)]
+    return np.array(hits, dtype=bool).reshape(np.shape(flags))
 
 
 def untrusted(flags: np.ndarray) -> np.ndarray:

@@ -76,6 +76,7 @@ class StatsSettings:
     """The config's `stats` section (defaults as in the schema) and the run's seed."""
 
     cv_threshold_pct: float = 10.0
+    cv_machine_factor: float = 2.0
     min_effect_pct: float = 5.0
     confidence: float = 0.95
     bootstrap_resamples: int = 2000
@@ -86,6 +87,7 @@ class StatsSettings:
     def __post_init__(self) -> None:
         checks = {
             "cv_threshold_pct": self.cv_threshold_pct > 0,
+            "cv_machine_factor": self.cv_machine_factor >= 1,
             "min_effect_pct": self.min_effect_pct >= 0,
             "confidence": 0 < self.confidence < 1,
             "bootstrap_resamples": self.bootstrap_resamples >= 1,
@@ -232,7 +234,13 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     found, comparisons = speedups(compared, ok_keys, cells[V.first_call_s], levels)
     cells |= found
     flags = cell_flags(
-        bench, cells, metrics.invalid_fast, ok, limits.node, settings.cv_threshold_pct
+        bench,
+        cells,
+        metrics.invalid_fast,
+        ok,
+        limits.node,
+        settings.cv_threshold_pct,
+        settings.cv_machine_factor,
     )
     data_vars = cell_variables(bench, cells, text_variables(bench, ok, metrics, flags, cells))
     flagged = set(keys_where(compared.coords, untrusted(flags)))

@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
+from fwbench.analysis.flags import FLAG_HIGH_CV, has_flag
 from fwbench.io.dims import EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.variables import V
 from fwbench.present.figure_data import FigureInputs, failed_note, listed
@@ -234,6 +235,7 @@ def draw_scaling(inputs: FigureInputs) -> Figure:
 
 def draw_stability(inputs: FigureInputs) -> Figure:
     view, stats, threshold = inputs.view, inputs.stats, inputs.threshold_pct
+    factor = float(view.attrs["stats_cv_machine_factor"])
     archs = [str(a) for a in stats["arch"].values]
     batches = [int(b) for b in stats["batch"].values]
     present = view.variants()
@@ -244,12 +246,12 @@ def draw_stability(inputs: FigureInputs) -> Figure:
     spread = (np.arange(len(batches)) - (len(batches) - 1) / 2) * slot / (len(batches) + 1)
     noisy = []
     for i, (framework, mode) in enumerate(present):
-        cell = stats[[V.cv_pct, V.status]].sel(framework=framework, mode=mode)
+        cell = stats[[V.cv_pct, V.status, V.flags]].sel(framework=framework, mode=mode)
         cv = cell[V.cv_pct].transpose("arch", "batch").values
         ok = (cell[V.status].transpose("arch", "batch").values == STATUS_OK) & np.isfinite(cv)
         x = np.arange(len(archs))[:, None] + offsets[i] + spread[None, :]
         ax.plot(x[ok], cv[ok], linestyle="none", ms=6, alpha=0.85, **marker_style(framework, mode))
-        above = ok & (cv > threshold)
+        above = ok & has_flag(cell[V.flags].transpose("arch", "batch").values, FLAG_HIGH_CV)
         ax.plot(x[above], cv[above], "o", ms=12, mfc="none", mec=FLAG_COLOR, linestyle="none")
         for a, b in zip(*np.nonzero(above), strict=True):
             noisy.append((cv[a, b], CellKey(framework, mode, archs[a], batches[b]).name))
@@ -275,9 +277,11 @@ def draw_stability(inputs: FigureInputs) -> Figure:
     add_note(
         figure,
         [
-            f"Noisy (CV above {threshold:g}%, circled): {listed(names)}."
+            f"Noisy (high_cv, circled: CV above {threshold:g}% and above "
+            f"{factor:g}× the speed canary's CV beside it): {listed(names)}."
             if names
-            else f"No cell is above the {threshold:g}% threshold.",
+            else f"No cell is flagged high_cv (CV above {threshold:g}% and above {factor:g}× "
+            "the speed canary's CV beside it).",
             f"Within each variant, batches {', '.join(map(str, batches))} from left to right.",
             failed_note(inputs.view, None),
         ],

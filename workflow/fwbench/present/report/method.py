@@ -95,8 +95,11 @@ def _statistics_line(attrs: Mapping[str, Any]) -> str:
         f"- Statistics: median with a {fixed(attrs.get('stats_confidence', math.nan), 100, 0)}% "
         f"CI ({attrs.get('median_ci_level', 'over the timings of one process')}; bootstraps "
         f"are percentile, {attrs.get('stats_bootstrap_resamples', MISSING)} resamples). "
-        f"CV above {attrs.get('stats_cv_threshold_pct', MISSING)}% is flagged "
-        "noisy; flagged cells do not compete for a winner. "
+        f"A CV above {attrs.get('stats_cv_threshold_pct', MISSING)}% and above "
+        f"{attrs.get('stats_cv_machine_factor', MISSING)}× the speed canary's CV beside it "
+        "(the machine's own noise on that core) is flagged high_cv: the framework's own noise, "
+        "unusual here; it widens the cell's CIs and the cell still competes. Contended, "
+        "slow-machine, faster-than-roofline and other-node cells do not compete for a winner. "
         + decision_rule(attrs)
         + " No correction for the many comparisons: each verdict is at the level above "
         "(results/summary/comparisons.csv lists every one).\n"
