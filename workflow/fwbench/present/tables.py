@@ -55,20 +55,21 @@ def latency_table(view: StatsView) -> str:
     title = f"# Median latency (µs) at batch {batch}\n\n"
     if batch != view.wanted_batch:
         title += f"{batch_note(view)}\n\n"
-    status = view.ds[V.status].sel(batch=batch).transpose("arch", "framework", "mode").values
-    median = view.ds[V.median_s].sel(batch=batch).transpose("arch", "framework", "mode").values
-    variants = [
-        (f, m)
-        for f in range(status.shape[1])
-        for m in range(status.shape[2])
-        if (status[:, f, m] != STATUS_ABSENT).any()
+    archs = view.archs()
+    shown = [
+        variant
+        for variant in view.variants()
+        if any(view.value(V.status, CellKey(*variant, a, batch)) != STATUS_ABSENT for a in archs)
     ]
     rows = [
-        [arch, *_latency_cells(status[a], median[a], variants), _verdict(view, arch, batch)]
-        for a, arch in enumerate(view.archs())
+        [
+            arch,
+            *_latency_cells(view, [CellKey(*variant, arch, batch) for variant in shown]),
+            _verdict(view, arch, batch),
+        ]
+        for arch in archs
     ]
-    frameworks, modes = view.ds["framework"].values, view.ds["mode"].values
-    header = ["arch", *(f"{frameworks[f]}/{modes[m]}" for f, m in variants), "verdict"]
+    header = ["arch", *(f"{framework}/{mode}" for framework, mode in shown), "verdict"]
     note = (
         "Fastest median per row in **bold** (flagged cells included: flagged.md); verdict: the "
         "winner among unflagged cells, or the contenders (winners.md). "
@@ -78,13 +79,13 @@ def latency_table(view: StatsView) -> str:
     return title + note + markdown_table(header, rows)
 
 
-def _latency_cells(status: np.ndarray, median: np.ndarray, variants: list) -> list[str]:
-    """One row's medians (framework × mode arrays), the fastest in bold."""
-    medians = [median[f, m] for f, m in variants]
+def _latency_cells(view: StatsView, keys: list[CellKey]) -> list[str]:
+    """One row's medians (one cell per variant shown), the fastest in bold."""
+    medians = [view.value(V.median_s, key) for key in keys]
     fastest = int(np.nanargmin(medians)) if not np.all(np.isnan(medians)) else -1
     cells = []
-    for i, (f, m) in enumerate(variants):
-        if status[f, m] == STATUS_FAILED:
+    for i, key in enumerate(keys):
+        if view.value(V.status, key) == STATUS_FAILED:
             cells.append(FAILED_MARK)
         elif i == fastest:
             cells.append(f"**{fixed(medians[i], 1e6)}**")
