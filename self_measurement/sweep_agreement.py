@@ -23,10 +23,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats as scipy_stats
 
-from fwbench.io.comparisons_file import EQUIVALENT, FASTER, SLOWER, read_comparisons_table
+from fwbench.io.comparisons_file import DECIDED, FASTER, SLOWER, read_comparisons_table
 
 KEY = ["system", "kind", "arch", "batch", "baseline", "candidate"]
-DECIDED = (FASTER, SLOWER, EQUIVALENT)
 
 
 def _comparisons(results: Path, kind: str | None, batch: int | None) -> pd.DataFrame:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from fwbench.analysis.comparisons import Estimate, Levels, judge
 from fwbench.analysis.machine import (
     MACHINE,
     OWN,
@@ -17,8 +18,8 @@ from fwbench.analysis.machine import (
 from fwbench.analysis.process_spread import (
     cell_sigma,
     cell_spreads,
+    log_ratio_spread,
     pooled_sigma,
-    ratio_ci,
     spread_ci,
 )
 from fwbench.analysis.roofline import HardwareLimits
@@ -84,6 +85,13 @@ def test_a_variant_whose_processes_happened_to_agree_takes_the_systems_spread():
     assert agreeing == pytest.approx(np.full(5, expected), rel=0.01)
     assert differing == pytest.approx(np.full(5, np.log(1.3) / np.sqrt(2)), rel=0.01)
     assert (spreads["dof"] == 10).all() and (spreads["processes"] == 2).all()
+
+
+def ratio_ci(ratio: float, spreads, confidence: float) -> tuple[float, float]:
+    """The CI every comparison prints (fwbench.analysis.comparisons.judge) from the spreads."""
+    sigma, dof = log_ratio_spread(spreads)
+    low, high, *_ = judge(Estimate(np.log(ratio), sigma, dof, "between"), Levels(confidence, 5))
+    return low, high
 
 
 def test_a_speedup_ci_adds_both_cells_spreads():

@@ -9,13 +9,12 @@ import numpy as np
 import pytest
 
 from fwbench.analysis.aggregate import aggregate_cells
-from fwbench.analysis.comparisons import Estimate, Levels, bootstrap_se, judge
-from fwbench.analysis.estimators import median_ci, ratio_of_medians_ci
+from fwbench.analysis.comparisons import Estimate, Levels, judge
+from fwbench.analysis.estimators import log_ratio_se, median_ci
 from fwbench.analysis.process_spread import (
     cell_sigma,
     log_ratio_spread,
     pooled_sigma,
-    ratio_ci,
     spread_ci,
 )
 from fwbench.analysis.processes import pool
@@ -177,10 +176,11 @@ def test_the_spread_speedup_ci_holds_the_ratio_and_sees_process_variation():
     eager = _processes([2.0, 2.4, 1.8, 2.2, 2.6], seed=1)
     compiled = _processes([1.0, 1.2, 0.9, 1.1, 1.3], seed=2)
     ratio = float(np.median(eager) / np.median(compiled))
-    low, high = ratio_ci(ratio, [_spread(eager), _spread(compiled)], 0.95)
-    flat_low, flat_high = ratio_of_medians_ci(
-        eager.ravel(), compiled.ravel(), 0.95, 2000, seeded_rng(0, "ratio")
-    )
+    levels = Levels(confidence=0.95, min_effect_pct=5)
+    sigma, dof = log_ratio_spread([_spread(eager), _spread(compiled)])
+    low, high, *_ = judge(Estimate(math.log(ratio), sigma, dof, "between"), levels)
+    se = log_ratio_se(eager.ravel(), compiled.ravel(), 2000, seeded_rng(0, "ratio"))
+    flat_low, flat_high, *_ = judge(Estimate(math.log(ratio), se, math.inf, "timings"), levels)
     assert low < 2.0 < high
     assert (high - low) > 3 * (flat_high - flat_low)
 
@@ -203,7 +203,7 @@ def test_a_winner_over_processes_needs_the_processes_not_only_the_timings_to_dif
     spreads = {name: _spread(cell) for name, cell in cells.items()}
     medians = {name: float(np.median(cell)) for name, cell in cells.items()}
     levels = Levels(confidence=0.99, min_effect_pct=0)
-    se = bootstrap_se(slow.ravel(), fast.ravel(), 500, seeded_rng(0, "pooled"))
+    se = log_ratio_se(slow.ravel(), fast.ravel(), 500, seeded_rng(0, "pooled"))
     pooled = judge(Estimate(math.log(medians["b"] / medians["a"]), se, math.inf, "t"), levels)
     assert pooled[-1] == FASTER  # the timings alone: certain
     assert _between(medians, spreads, "a", "b", levels)[-1] == UNDETERMINED

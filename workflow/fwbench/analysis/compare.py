@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from fwbench.analysis.comparisons import Estimate, Levels, bootstrap_se, judge
-from fwbench.analysis.estimators import median_ci
+from fwbench.analysis.comparisons import Estimate, Levels, judge
+from fwbench.analysis.estimators import log_ratio_se, median_ci
 from fwbench.analysis.process_spread import cell_sigma, log_ratio_spread, pooled_sigma
 from fwbench.io.atomic import atomic_path, write_text
 from fwbench.io.cell_file import read_cell
@@ -91,7 +91,7 @@ def _estimate(old: Version, new: Version, spreads, levels: Levels, key: tuple) -
         sigma, dof = log_ratio_spread(spreads)
         return Estimate(value, sigma, dof, "between processes (Student's t)")
     rng = seeded_rng(levels.seed, f"ratio/{key}")
-    se = bootstrap_se(old.pooled, new.pooled, levels.resamples, rng)
+    se = log_ratio_se(old.pooled, new.pooled, levels.resamples, rng)
     return Estimate(value, se, math.inf, "bootstrap of the pooled timings (normal)")
 
 

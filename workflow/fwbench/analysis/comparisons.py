@@ -25,7 +25,6 @@ one-sided p values against ±δ (below (1 − confidence)/2 exactly when EQUIVAL
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +33,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from fwbench import frameworks
+from fwbench.analysis.estimators import log_ratio_se
 from fwbench.analysis.process_spread import log_ratio_spread, spread_at
 from fwbench.io.comparisons_file import (
     EQUIVALENT,
@@ -150,33 +150,8 @@ class Cells:
             sigma, dof = log_ratio_spread([spread_at(self.spreads, end) for end in ends])
             return Estimate(value, sigma, dof, "between processes (Student's t)")
         rng = seeded_rng(levels.seed, f"compare/{baseline.name}/{candidate.name}")
-        se = bootstrap_se(self.latency[ends[0]], self.latency[ends[1]], levels.resamples, rng)
+        se = log_ratio_se(self.latency[ends[0]], self.latency[ends[1]], levels.resamples, rng)
         return Estimate(value, se, math.inf, "bootstrap of one process's timings (normal)")
-
-
-def _log_ratio(numerator: np.ndarray, denominator: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.log(np.median(numerator, axis=axis) / np.median(denominator, axis=axis))
-
-
-def bootstrap_se(
-    numerator: np.ndarray, denominator: np.ndarray, resamples: int, rng: np.random.Generator
-) -> float:
-    """The bootstrap standard error of log(median(numerator) / median(denominator))."""
-    samples = tuple(s[np.isfinite(s)] for s in (np.asarray(numerator), np.asarray(denominator)))
-    if min(len(s) for s in samples) < 2:
-        return math.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)
-        result = scipy_stats.bootstrap(
-            samples,
-            _log_ratio,
-            n_resamples=resamples,
-            vectorized=True,
-            paired=False,
-            rng=rng,
-            method="percentile",
-        )
-    return float(result.standard_error)
 
 
 def compare(

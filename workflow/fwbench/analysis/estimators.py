@@ -1,5 +1,6 @@
-"""Estimators over raw timings: descriptive statistics, bootstrap confidence intervals of a
-median and of a ratio of medians, and the break-even iteration count of compiling.
+"""Estimators over raw timings: descriptive statistics, the bootstrap CI of a median and the
+bootstrap standard error of a log ratio of medians, and the break-even iteration count of
+compiling.
 
 Bootstrap CIs use the percentile method: for a median of a few dozen timings the bootstrap
 distribution is lumpy, and BCa's jackknife correction is unreliable there. The caller passes
@@ -41,19 +42,21 @@ def describe(latency_s: np.ndarray) -> dict[str, np.ndarray]:
         }
 
 
-def _bootstrap_ci(
+def _bootstrap(
     samples: tuple[np.ndarray, ...],
     statistic: Callable[..., np.ndarray],
     confidence: float,
     resamples: int,
     rng: np.random.Generator,
-) -> tuple[float, float]:
+):
+    """scipy's percentile bootstrap of `statistic`, each sample resampled on its own and its
+    NaNs dropped; None with fewer than two values in a sample."""
     samples = tuple(s[np.isfinite(s)] for s in (np.asarray(s, dtype=float) for s in samples))
     if min(len(s) for s in samples) < 2:
-        return math.nan, math.nan
+        return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", scipy_stats.DegenerateDataWarning)  # all equal
-        result = scipy_stats.bootstrap(
+        return scipy_stats.bootstrap(
             samples,
             statistic,
             n_resamples=resamples,
@@ -63,34 +66,35 @@ def _bootstrap_ci(
             paired=False,
             rng=rng,
         )
-    return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
 def _median(sample: np.ndarray, axis: int = -1) -> np.ndarray:
     return np.median(sample, axis=axis)
 
 
-def _ratio_of_medians(numerator: np.ndarray, denominator: np.ndarray, axis: int = -1) -> np.ndarray:
-    return np.median(numerator, axis=axis) / np.median(denominator, axis=axis)
+def _log_ratio_of_medians(
+    numerator: np.ndarray, denominator: np.ndarray, axis: int = -1
+) -> np.ndarray:
+    return np.log(np.median(numerator, axis=axis) / np.median(denominator, axis=axis))
 
 
 def median_ci(
     sample: np.ndarray, confidence: float, resamples: int, rng: np.random.Generator
 ) -> tuple[float, float]:
     """Percentile-bootstrap CI of the median; NaN with fewer than two samples."""
-    return _bootstrap_ci((sample,), _median, confidence, resamples, rng)
+    result = _bootstrap((sample,), _median, confidence, resamples, rng)
+    if result is None:
+        return math.nan, math.nan
+    return float(result.confidence_interval.low), float(result.confidence_interval.high)
 
 
-def ratio_of_medians_ci(
-    numerator: np.ndarray,
-    denominator: np.ndarray,
-    confidence: float,
-    resamples: int,
-    rng: np.random.Generator,
-) -> tuple[float, float]:
-    """Percentile-bootstrap CI of median(numerator) / median(denominator), each sample
-    resampled independently."""
-    return _bootstrap_ci((numerator, denominator), _ratio_of_medians, confidence, resamples, rng)
+def log_ratio_se(
+    numerator: np.ndarray, denominator: np.ndarray, resamples: int, rng: np.random.Generator
+) -> float:
+    """The bootstrap standard error of log(median(numerator) / median(denominator)), each
+    sample resampled on its own; NaN with fewer than two values in one."""
+    result = _bootstrap((numerator, denominator), _log_ratio_of_medians, 0.95, resamples, rng)
+    return math.nan if result is None else float(result.standard_error)
 
 
 def break_even_iterations(

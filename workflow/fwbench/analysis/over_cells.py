@@ -20,6 +20,7 @@ from fwbench.analysis.attribution import CLOSURE_TOLERANCE
 from fwbench.analysis.flags import untrusted
 from fwbench.analysis.machine import MACHINE, OWN
 from fwbench.io.comparisons_file import (
+    DECIDED,
     EQUIVALENT,
     FASTER,
     PREFIX,
@@ -31,7 +32,6 @@ from fwbench.io.dims import CELL_DIMS, STATUS_FAILED, STATUS_OK, CellKey, keys_w
 from fwbench.io.variables import AGGREGATES, BY_NAME, VARIANT_DIMS, V
 
 Reducer = Callable[[np.ndarray], float]
-DECIDED = (FASTER, SLOWER, EQUIVALENT)
 ONNX_MODE = "onnxrt"  # the runtime mode several frameworks export to
 
 

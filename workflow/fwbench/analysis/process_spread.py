@@ -85,14 +85,6 @@ def log_ratio_spread(spreads: Sequence[tuple[float, int, int]]) -> tuple[float, 
     return math.sqrt(sum(s * s / k for s, k, _ in spreads)), min(dof for _, _, dof in spreads)
 
 
-def ratio_ci(
-    ratio: float, spreads: Sequence[tuple[float, int, int]], confidence: float
-) -> tuple[float, float]:
-    """CI of a ratio of two cells' medians from each one's (σ, processes, dof)."""
-    sigma, dof = log_ratio_spread(spreads)
-    return spread_ci(ratio, sigma, 1, dof, confidence)
-
-
 def cell_spreads(by_process: np.ndarray, ok: np.ndarray) -> dict[str, np.ndarray]:
     """Per `ok` cell of one system's (framework, mode, arch, batch, process, iteration) array:
     its σ, usable processes and the dof pooled over all the system's `ok` cells; NaN / 0

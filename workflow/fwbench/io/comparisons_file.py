@@ -26,6 +26,7 @@ from fwbench.io.per_system import SYSTEM, one_system, systems_of
 
 FASTER, SLOWER, EQUIVALENT, UNDETERMINED = "faster", "slower", "equivalent", "undetermined"
 VERDICTS = (FASTER, SLOWER, EQUIVALENT, UNDETERMINED)
+DECIDED = (FASTER, SLOWER, EQUIVALENT)  # what the data settled: all but UNDETERMINED
 # what is compared
 WINNER_RIVALRY, COMPILE, DEPLOYMENT = "winner", "compile", "deployment"
 KINDS = (WINNER_RIVALRY, COMPILE, DEPLOYMENT)
