@@ -14,13 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import xarray as xr
 
 from fwbench.analysis.aggregate import aggregate_cells
 from fwbench.analysis.roofline import read_hardware_limits
 from fwbench.analysis.stats import StatsSettings, summarize, write_outputs
 from fwbench.io.bench_file import write_bench
 from fwbench.io.cell_file import Cell, write_cell
-from fwbench.io.dims import STATUS_FAILED
+from fwbench.io.dims import STATUS_FAILED, STATUS_OK
+from fwbench.io.rounds_file import SAMPLES
 from fwbench.io.stats_file import StatsView
 from fwbench.io.train_file import RunRecord
 from fwbench.model.cost import cost
@@ -228,3 +230,40 @@ def aggregate_of(tmp_path: Path, cells: list[Cell]):
         paths.append(tmp_path / f"c{i}.nc")
         write_cell(cell, paths[-1])
     return aggregate_cells(paths).sel(system="local")
+
+
+def rounds_dataset(
+    variants: list[tuple[str, str]],
+    medians_s: list[float],
+    process_sd: list[float],
+    sets: int = 3,
+    rounds: int = 20,
+    set_drift: tuple[float, ...] = (0.0, 0.0, 0.0),
+    sample_sd: float = 0.03,
+    seed: int = 0,
+    arch: str = "mlp",
+    batch: int = 32,
+) -> xr.Dataset:
+    """A rounds file's dataset (fwbench.io.rounds_file): variant v's samples in set s are
+    lognormal around medians_s[v] · exp(set_drift[s] + a process effect of sd
+    process_sd[v]); a turn's first sample 5% slower than its second."""
+    rng = np.random.default_rng(seed)
+    n = len(variants)
+    process = rng.normal(0, 1, (n, sets)) * np.asarray(process_sd)[:, None]
+    center = np.log(medians_s)[:, None] + np.asarray(set_drift)[None, :sets] + process
+    noise = rng.normal(0, sample_sd, (n, sets, rounds, len(SAMPLES)))
+    latency = np.exp(center[:, :, None, None] + noise)
+    latency[..., 0] *= 1.05
+    return xr.Dataset(
+        {
+            "latency_s": (("variant", "set", "round", "sample"), latency),
+            "status": (("variant", "set"), np.full((n, sets), STATUS_OK)),
+        },
+        coords={
+            "variant": [f"{fw}/{mode}" for fw, mode in variants],
+            "framework": ("variant", [fw for fw, _ in variants]),
+            "mode": ("variant", [mode for _, mode in variants]),
+            "sample": list(SAMPLES),
+        },
+        attrs={"arch": arch, "batch": batch, "system": "local"},
+    )

@@ -51,11 +51,11 @@ def _multi(plan) -> dict[tuple, list[int]]:
     return chosen
 
 
-def test_by_default_half_of_each_architectures_batches_get_a_second_process():
+def test_by_default_a_quarter_of_each_architectures_batches_get_a_second_process():
     plan = plan_of(base=DEFAULT)
     chosen = _multi(plan)
-    assert len(chosen) == 60 and {len(batches) for batches in chosen.values()} == {2}
-    assert len(plan.cell_files) == 240 + 120
+    assert len(chosen) == 60 and {len(batches) for batches in chosen.values()} == {1}
+    assert len(plan.cell_files) == 240 + 60
     assert len({tuple(batches) for batches in chosen.values()}) > 1, "the same batches everywhere"
     every = plan_of({"bench": {"multi_process_share": 1}}, base=DEFAULT)
     assert len(every.cell_files) == 480
@@ -80,7 +80,7 @@ def test_a_later_process_of_a_single_process_cell_is_refused_naming_the_share():
     plan = plan_of(base=DEFAULT)
     single = next(c for c in plan.cells if len(plan.cell_processes(c)) == 1)
     wildcards = {key: str(value) for key, value in single.items()} | {"process": "1"}
-    with pytest.raises(ValueError, match="process 0 alone.*multi_process_share is 0.5"):
+    with pytest.raises(ValueError, match="process 0 alone.*multi_process_share is 0.25"):
         plan.cell_request(wildcards)
     multi = next(c for c in plan.cells if len(plan.cell_processes(c)) == 2)
     wildcards = {key: str(value) for key, value in multi.items()} | {"process": "1"}

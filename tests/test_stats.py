@@ -40,8 +40,11 @@ from fwbench.io.comparisons_file import read_comparisons_table
 from fwbench.io.dims import STATUS_FAILED
 from fwbench.io.hardware_file import write_hardware
 from fwbench.io.per_system import one_system
+from fwbench.io.rounds_file import write_rounds
 from fwbench.io.stats_file import read_stats, write_stats
 from fwbench.present.tables import TABLES, write_tables
+
+from synthetic import rounds_dataset
 
 REPO = Path(__file__).resolve().parents[1]
 LIMITS = HardwareLimits(peak_flops_per_s=1e9, bandwidth_Bps=1e9, source="test")
@@ -356,8 +359,19 @@ def test_the_rule_script_writes_every_output(tmp_path):
     outputs = {"nc": out / "stats.nc", "csv": out / "stats.csv", "comparisons": out / "c.csv"}
     tables = {name: out / "local" / "tables" / f"{name}.md" for name in TABLES}
     fake = type("Snakemake", (), {})()
+    # the rounds measured mlp/b1's in-framework variants together: torch eager is the fastest
+    # there, whatever the cells (measured at other moments) say
+    rounds = [("torch", "eager"), ("torch", "compiled"), ("tensorflow", "eager")]
+    write_rounds(
+        rounds_dataset(rounds, [0.4e-3, 0.5e-3, 2.0e-3], [0.005] * 3, batch=1),
+        tmp_path / "b1.nc",
+    )
     fake.input = Namedlist(
-        fromdict={"bench": str(tmp_path / "bench.nc"), "hardware": [str(tmp_path / "hw.json")]}
+        fromdict={
+            "bench": str(tmp_path / "bench.nc"),
+            "hardware": [str(tmp_path / "hw.json")],
+            "rounds": [str(tmp_path / "b1.nc")],
+        }
     )
     fake.output = Namedlist(fromdict={k: str(v) for k, v in outputs.items()})
     fake.params = Namedlist(
@@ -387,14 +401,20 @@ def test_the_rule_script_writes_every_output(tmp_path):
     assert f"**{fastest_us:,.1f}**" in mlp_row and mlp_row.count("**") == 2  # fastest in bold
     assert "| failed |" in mlp_row
     assert "unsupported op While" in tables["failed"].read_text()
-    assert "torch/compiled" in tables["winners"].read_text()
-    assert "2.00 [" in tables["compile_speedup"].read_text()  # ≈ 1 ms / 0.5 ms
+    winners = tables["winners"].read_text()
+    assert "torch/eager" in winners and "from the rounds" in winners
+    found = read_comparisons_table(outputs["comparisons"])
+    ranked = found[found["kind"] == "winner"]
+    assert set(ranked["candidate"]) == {"torch/eager"}
+    assert ranked["method"].str.startswith("rounds").all()
+    # the rounds' ratio (0.4 ms / 0.5 ms), not the cells' medians' (≈ 1 ms / 0.5 ms)
+    assert "0.80 [" in tables["compile_speedup"].read_text()
     assert "GB/s (STREAM triad)" in tables["efficiency"].read_text()
     compared = read_comparisons_table(outputs["comparisons"])
     compile_row = compared[compared["kind"] == "compile"].iloc[0]
     assert (compile_row["system"], compile_row["baseline"]) == ("local", "torch/eager")
-    assert compile_row["candidate"] == "torch/compiled" and compile_row["verdict"] == "faster"
-    assert compile_row["speedup"] == pytest.approx(2.0, rel=0.02)
+    assert compile_row["candidate"] == "torch/compiled" and compile_row["verdict"] == "slower"
+    assert compile_row["speedup"] == pytest.approx(0.8, rel=0.02)
     assert compile_row["ci_low"] < compile_row["speedup"] < compile_row["ci_high"]
     assert set(compared["kind"]) == {"compile", "winner"} and compared["batch"].dtype == int
 

@@ -1,5 +1,6 @@
 # Wiring: validate the config, plan the sweep in the library (fwbench.plan), and name what the
 # rules use. Every fact of the sweep comes from PLAN; Snakemake workarounds: workarounds.smk.
+import json
 import os
 import sys
 from pathlib import Path
@@ -61,6 +62,8 @@ SYSTEM_RESOURCES = {
 bench_priority = per_job(lambda wildcards: PLAN.bench_priority(wildcards))
 cell_request = per_job(lambda wildcards: PLAN.cell_request(wildcards).to_json())
 artifact_input = per_job(lambda wildcards: PLAN.artifact_input(wildcards))
+rounds_cells = per_job(lambda wildcards: PLAN.rounds_cells(wildcards))
+rounds_variants = per_job(lambda wildcards: json.dumps(PLAN.rounds_variants(wildcards)))
 export_request = per_job(lambda wildcards: PLAN.export_request(wildcards).to_json())
 system_params = per_job(lambda wildcards: PLAN.systems[wildcards.system].placement())
 train_params = per_job(lambda wildcards: dict(versions=PLAN.train_versions(wildcards)))

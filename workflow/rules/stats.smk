@@ -6,6 +6,7 @@ rule stats:
     input:
         bench=rules.aggregate_bench.output[0],
         hardware=HARDWARE_FILES,
+        rounds=PLAN.rounds_files(),
     output:
         nc="results/summary/stats.nc",
         csv=report(

@@ -47,6 +47,13 @@ BENCH_COMMAND = (
     '"$FWBENCH_LIBRARY/scripts/bench.py" --cell {params.cell:q} --hardware {input.hardware:q} '
     '--artifact={input.artifact:q} --lock "$FWBENCH_TIMING_LOCK" --log {log:q} {output:q}'
 )
+# The rounds job (rounds.smk), a shell job for the same reason; its workers inherit PYTHONPATH.
+ROUNDS_COMMAND = (
+    'PYTHONPATH="$FWBENCH_LIBRARY${{PYTHONPATH:+:$PYTHONPATH}}" "$FWBENCH_PYTHON" '
+    '"$FWBENCH_LIBRARY/scripts/rounds.py" --variants {params.variants:q} '
+    "--sets {params.sets} --rounds {params.rounds} --seed {params.seed} "
+    '--lock "$FWBENCH_TIMING_LOCK" --log {log:q} {output:q}'
+)
 # The export job, a shell job for the same reason.
 EXPORT_COMMAND = (
     'PYTHONPATH="$FWBENCH_LIBRARY${{PYTHONPATH:+:$PYTHONPATH}}" "$FWBENCH_PYTHON" '

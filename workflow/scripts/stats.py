@@ -1,7 +1,8 @@
 """Snakemake `stats` job: bench.nc and each system's hardware JSON into stats.nc, stats.csv and
 comparisons.csv (fwbench.analysis.stats, by_system); the tables are the `tables` rule's.
 
-input: bench, hardware (one file per system, in params.systems' order)
+input: bench, hardware (one file per system, in params.systems' order), rounds (every
+system's rounds files)
 output: nc, csv, comparisons
 params: stats (the config's stats section), seed, systems
 """
@@ -13,6 +14,7 @@ from fwbench.analysis.roofline import read_hardware_limits
 from fwbench.analysis.stats import StatsSettings, write_outputs
 from fwbench.io.bench_file import read_bench
 from fwbench.io.joblog import job_log
+from fwbench.io.rounds_file import rounds_by_system
 
 sm = snakemake  # noqa: F821 (injected by snakemake)
 with job_log(sm.log[0]):
@@ -23,7 +25,8 @@ with job_log(sm.log[0]):
         limits[system] = read_hardware_limits(path)
         for problem in limits[system].problems:
             logging.warning("roofline of %s: %s", system, problem)
-    summary = summarize_systems(read_bench(sm.input.bench), limits, settings)
+    rounds = rounds_by_system(sm.input.rounds)
+    summary = summarize_systems(read_bench(sm.input.bench), limits, settings, rounds)
     write_outputs(summary, sm.output.nc, sm.output.csv, sm.output.comparisons)
     for system in systems:
         logging.info("%s: roofline %s", system, limits[system].describe())

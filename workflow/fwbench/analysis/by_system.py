@@ -27,17 +27,25 @@ RUN_ATTRS = ("flags", "bootstrap", "title")
 
 
 def summarize_systems(
-    bench: xr.Dataset, limits: Mapping[str, HardwareLimits], settings: StatsSettings
+    bench: xr.Dataset,
+    limits: Mapping[str, HardwareLimits],
+    settings: StatsSettings,
+    rounds: Mapping[str, list[xr.Dataset]] | None = None,
 ) -> xr.Dataset:
-    """stats.nc for every system of the aggregate, each against its own hardware limits,
-    stacked along `system`. The attributes are the aggregate's (its provenance over every
-    system) and the statistics settings, the same keys whatever the values; each system's own
-    attributes are in `system_attrs` (`one_system` puts them back)."""
+    """stats.nc for every system of the aggregate, each against its own hardware limits and
+    with its own rounds files (`rounds`), stacked along `system`. The attributes are the
+    aggregate's (its provenance over every system) and the statistics settings, the same keys
+    whatever the values; each system's own attributes are in `system_attrs` (`one_system` puts
+    them back)."""
     names = [str(name) for name in bench[SYSTEM].values]
     missing = [name for name in names if name not in limits]
     if missing:
         raise ValueError(f"no hardware limits for the system(s) {', '.join(missing)}")
-    parts = [summarize(one_system(bench, name), limits[name], settings) for name in names]
+    rounds = rounds or {}
+    parts = [
+        summarize(one_system(bench, name), limits[name], settings, rounds.get(name, []))
+        for name in names
+    ]
     attrs = [part.attrs for part in parts]
     shared = {
         key: value

@@ -4,6 +4,8 @@ faster), its CI, its p values and a verdict with three answers.
 
 The estimate is the log of that ratio with a standard error and degrees of freedom:
 
+- variants measured together in the rounds (fwbench.analysis.rounds: the sets of interleaved
+  processes as blocks): the rounds' ratio, its residual σ·√(2/S), Student's t;
 - cells measured in several processes: each cell's spread between processes
   (fwbench.analysis.process_spread: σ of log process medians pooled over the system, k
   processes), se = √(σ₁²/k₁ + σ₂²/k₂) at the smaller pooled dof, Student's t;
@@ -35,6 +37,8 @@ from scipy import stats as scipy_stats
 from fwbench import frameworks
 from fwbench.analysis.estimators import log_ratio_se
 from fwbench.analysis.process_spread import log_ratio_spread, spread_at
+from fwbench.analysis.rounds import METHOD as ROUNDS_METHOD
+from fwbench.analysis.rounds import Rounds
 from fwbench.io.comparisons_file import (
     EQUIVALENT,
     FASTER,
@@ -129,7 +133,8 @@ def judge(estimate: Estimate, levels: Levels) -> tuple[float, float, float, floa
 
 class Cells:
     """What the comparisons read of one system's cells, by key: the pooled medians, the warm
-    timings (repeats last) and, measured in several processes, each cell's spread."""
+    timings (repeats last), measured in several processes each cell's spread, and the rounds
+    (fwbench.analysis.rounds), which own the ratios of the variants they measured together."""
 
     def __init__(
         self,
@@ -137,13 +142,24 @@ class Cells:
         median_s: np.ndarray,
         latency: np.ndarray,
         spreads: dict[str, np.ndarray] | None,
+        rounds: Rounds | None = None,
     ):
         self.coords, self.median_s, self.latency, self.spreads = coords, median_s, latency, spreads
+        self.rounds = rounds or Rounds([])
 
     def median(self, key: CellKey) -> float:
         return float(self.median_s[key.position(self.coords)])
 
+    def pace(self, key: CellKey) -> float:
+        """What ranks the variants of a row: the rounds' median where they measured it (their
+        ratios decide), else the cell's."""
+        in_rounds = self.rounds.log_median(key)
+        return self.median(key) if in_rounds is None else math.exp(in_rounds)
+
     def estimate(self, baseline: CellKey, candidate: CellKey, levels: Levels) -> Estimate:
+        from_rounds = self.rounds.estimate(baseline, candidate)
+        if from_rounds is not None:
+            return Estimate(*from_rounds, ROUNDS_METHOD)
         ends = (baseline.position(self.coords), candidate.position(self.coords))
         value = math.log(self.median_s[ends[0]] / self.median_s[ends[1]])
         if self.spreads is not None:

@@ -61,7 +61,7 @@ def speedups(
             first_call_s[base], cells.median_s[base], first_call_s[at], cells.median_s[at]
         )
         found.append(comparison)
-    for best, key in deployment_pairs(ok, cells.median):
+    for best, key in deployment_pairs(ok, cells.pace):
         comparison = compare(cells, DEPLOYMENT, best, key, levels)
         at = key.position(cells.coords)
         _put(out, DEPLOYMENT_VARIABLES, comparison, at)

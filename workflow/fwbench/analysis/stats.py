@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -51,6 +50,7 @@ from fwbench.analysis.roofline import (
     levels_to_json,
     roofline,
 )
+from fwbench.analysis.rounds import Rounds
 from fwbench.analysis.speedups import speedups
 from fwbench.analysis.summary_variables import (
     FROM_CELLS,
@@ -65,7 +65,7 @@ from fwbench.io.comparisons_file import (
     comparisons_table,
     write_comparisons_table,
 )
-from fwbench.io.dims import CELL_DIMS, STATUS_OK, keys_where
+from fwbench.io.dims import CELL_DIMS, STATUS_OK, keys_where, nearest_batch
 from fwbench.io.per_system import one_system
 from fwbench.io.stats_file import write_stats, write_stats_table
 from fwbench.io.variables import V
@@ -199,12 +199,17 @@ def _summary_attrs(
     )
 
 
-def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings) -> xr.Dataset:
+def summarize(
+    bench: xr.Dataset,
+    limits: HardwareLimits,
+    settings: StatsSettings,
+    rounds: Sequence[xr.Dataset] = (),
+) -> xr.Dataset:
     """stats.nc as a Dataset: per-cell statistics, speedups, winners; provenance in attrs.
     The samples the canary marks slow are dropped or kept (settings.slow_samples), then a
-    cell's processes are pooled (fwbench.analysis.processes); with more than one, the medians'
-    and speedups' CIs come from the spread between processes (analysis.process_spread).
-    Several systems: by_system.summarize_systems."""
+    cell's processes are pooled (analysis.processes); with more than one, the medians' CIs come
+    from the spread between processes (analysis.process_spread); the system's rounds files own
+    the ratios of the variants they measured together (analysis.rounds)."""
     bench = one_system(bench)  # raises for several: summarize them one at a time
     process_count = processes(bench)
     bench, dropped = apply_choice(bench, settings.slow_samples)
@@ -228,7 +233,9 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     for name in ROOFLINE_VARIABLES:
         cells[name] = getattr(metrics, name)
     cells |= attribution_variables(cells, coords)
-    compared = Cells(dict(zip(CELL_DIMS, coords, strict=True)), cells[V.median_s], latency, spreads)
+    together = Rounds(list(rounds))
+    named = dict(zip(CELL_DIMS, coords, strict=True))
+    compared = Cells(named, cells[V.median_s], latency, spreads, together)
     levels = settings.levels()
     ok_keys = list(keys_where(compared.coords, ok))
     found, comparisons = speedups(compared, ok_keys, cells[V.first_call_s], levels)
@@ -249,6 +256,7 @@ def summarize(bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings
     summary = xr.Dataset(data_vars, coords={d: bench[d].values for d in CELL_DIMS})
     summary = _with_over_cells(summary.assign_coords(scope=list(SCOPES)), ok, settings)
     summary.attrs.update(_summary_attrs(bench, limits, settings, process_count))
+    summary.attrs["rounds"] = together.describe()
     return summary
 
 
@@ -265,7 +273,7 @@ def table_batch(batches: list[int], ok: np.ndarray, wanted: int) -> int:
     cell ran at it, else the batch nearest to it on a log scale (the larger of two as near)
     among those where one ran (`ok` over CELL_DIMS; batch last)."""
     ran = [int(b) for i, b in enumerate(batches) if ok[..., i].any()] or [int(b) for b in batches]
-    return min(ran, key=lambda b: (abs(math.log(b / wanted)), -b))
+    return nearest_batch(ran, wanted)
 
 
 # --- outputs ---------------------------------------------------------------------------------

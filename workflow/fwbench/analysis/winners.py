@@ -1,7 +1,8 @@
 """The winner of each row (every cell coordinate but the variant's: arch and batch), within a
 scope (compiled variants only, or all), as variables of the summary over (row dims, scope).
 
-The fastest unflagged variant by median is compared with each other unflagged one
+The fastest unflagged variant by pace (the rounds' median where the rounds measured the row,
+fwbench.analysis.rounds; else the cell's median) is compared with each other unflagged one
 (fwbench.analysis.comparisons: the rival as baseline, the fastest as candidate):
 
 - 'winner': every rival is decided slower (faster verdict for the fastest);
@@ -45,13 +46,13 @@ NUMBERS = {
 TEXT = {
     "winner_verdict": "winner | equivalent | undetermined | only | none (fwbench.analysis.winners)",
     "winner": "the declared winner ('' unless winner or only)",
-    "winner_fastest": "the fastest unflagged variant by median",
+    "winner_fastest": "the fastest unflagged variant (by the rounds' median where they ran)",
     "winner_runner_up": "the second fastest",
     "winner_contenders": "the fastest and every rival not decided slower than it",
     "winner_excluded": "variants left out of the contest: their cells are flagged",
 }
 MEANINGS = {
-    "winner_runner_up_ratio": "the runner-up's median over the fastest's",
+    "winner_runner_up_ratio": "the fastest's speedup over the runner-up (the comparison's)",
     "winner_ratio_ci_low": "lower end of that ratio's CI (at stats.confidence)",
     "winner_ratio_ci_high": "upper end of that ratio's CI",
     "winner_p_value": "two-sided p of the fastest against the runner-up (no difference)",
@@ -67,7 +68,7 @@ def _contest(
     cells: Cells, members: list[CellKey], levels: Levels
 ) -> tuple[dict[str, Any], list[Comparison]]:
     """One contest's values (NUMBERS and TEXT but the exclusions) and its comparisons."""
-    ranked = sorted(members, key=cells.median)
+    ranked = sorted(members, key=cells.pace)
     values: dict[str, Any] = {name: math.nan for name in NUMBERS} | {n: "" for n in TEXT}
     values["winner_candidates"] = len(ranked)
     if not ranked:

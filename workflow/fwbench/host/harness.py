@@ -75,7 +75,7 @@ class Timing:
 
 
 @contextlib.contextmanager
-def _no_gc() -> Iterator[None]:
+def no_gc() -> Iterator[None]:
     """The garbage collector off for the block, as timeit does: a collection is not the
     measured function's cost and lands on whichever iteration it happens in."""
     was_enabled = gc.isenabled()
@@ -124,7 +124,7 @@ def _samples(
     return latency_ns, canary, cpu_ns, canary_ns, time.perf_counter_ns() - loop_start
 
 
-def _warm_up(call: Callable[[], Any], sync: Callable[[Any], None], warmup: int):
+def warm_up(call: Callable[[], Any], sync: Callable[[Any], None], warmup: int):
     """`warmup` synced calls: their total seconds and the mean of the later half's."""
     later = warmup - warmup // 2
     start = time.perf_counter()
@@ -175,8 +175,8 @@ def time_calls(
 
         with OtherCpu() as probe:
             time.sleep(quiet_probe_s)
-        with _no_gc(), OtherCpu() as during, CpuPressure() as pressure:
-            warmup_s, pace_s = _warm_up(call, sync, warmup)
+        with no_gc(), OtherCpu() as during, CpuPressure() as pressure:
+            warmup_s, pace_s = warm_up(call, sync, warmup)
             calls = calls_per_sample(pace_s if warmup else first_call_s, min_sample_s)
             latency_ns, canary, cpu_ns, canary_ns, loop_ns = _samples(
                 call, sync, repeats, calls, between

@@ -41,7 +41,8 @@ COLUMNS = {
     **{d: f"the compared cells' {d}" for d in ROW_DIMS},
     "baseline": "framework/mode of the baseline",
     "candidate": "framework/mode of the candidate",
-    "speedup": "the baseline's median over the candidate's (above 1: the candidate is faster)",
+    "speedup": "the baseline's median over the candidate's (above 1: the candidate is faster); "
+    "where the rounds measured both (method 'rounds: ...'), their medians in the rounds",
     "ci_low": "lower end of the speedup's CI at stats.confidence (the CI the verdict uses)",
     "ci_high": "upper end of that CI",
     "p_difference": "two-sided p of no difference (speedup 1)",

@@ -7,6 +7,7 @@ and every reader that goes through the key follows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import astuple, dataclass, fields
 from typing import Any
@@ -107,3 +108,9 @@ def variants_in(data: Any, compiled_only: bool = False) -> list[tuple[str, str]]
             if (status[f, m] != STATUS_ABSENT).any():
                 found.append((framework, mode))
     return found
+
+
+def nearest_batch(batches: list[int], wanted: int) -> int:
+    """The batch nearest `wanted` on a log scale (the larger of two as near): the table
+    batch's rule (stats.table_batch), and the rounds' default batch."""
+    return min((int(b) for b in batches), key=lambda b: (abs(math.log(b / wanted)), -b))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import time
 import traceback
 from collections.abc import Callable
@@ -45,25 +46,26 @@ class InjectedFailure(RuntimeError):
     """Raised on purpose in cells named by `bench.inject_failure` (tests of failure handling)."""
 
 
-def _measure(request: CellRequest, cell: Cell) -> None:
-    """Fill `cell` with the measurement; raises whatever the framework raises."""
+def build(request: CellRequest, attrs: dict[str, Any]) -> tuple[Any, Any, Any]:
+    """The adapter, the built runner and its prepared input of the request (a cell's, or a
+    variant's in the rounds, fwbench.measure.turns); what the build cost goes to `attrs`.
+    Raises whatever the framework raises."""
     from fwbench.model import weights
     from fwbench.model.specs import build_spec
 
     spec = build_spec(request.arch, request.dims)
-    cell.scalars |= _analytic_cost(spec, request.batch)
     start = time.perf_counter()
     adapter = frameworks.load_inference(request.framework, request.mode)
-    cell.attrs["import_s"] = time.perf_counter() - start
-    cell.attrs["framework_threads"] = adapter.set_threads(request.threads)
+    attrs["import_s"] = time.perf_counter() - start
+    attrs["framework_threads"] = adapter.set_threads(request.threads)
     if request.inject_failure:
         raise InjectedFailure(
             f"bench.inject_failure names {request.framework}/{request.mode}/{request.arch}"
         )
     artifact = _artifact(request)
-    cell.attrs["artifact"] = artifact or ""
+    attrs["artifact"] = artifact or ""
     if artifact:  # the export's cost, for the start-up table
-        cell.attrs["export_s"] = float(read_manifest(request.artifact).get("export_s", np.nan))
+        attrs["export_s"] = float(read_manifest(request.artifact).get("export_s", np.nan))
     start = time.perf_counter()  # an export mode's build: loading its artifact
     runner = adapter.build(
         spec,
@@ -74,7 +76,16 @@ def _measure(request: CellRequest, cell: Cell) -> None:
         artifact,
     )
     prepared = runner.prepare(weights.make_input(spec, request.batch, request.seed))
-    cell.attrs["build_s"] = time.perf_counter() - start
+    attrs["build_s"] = time.perf_counter() - start
+    return adapter, runner, prepared
+
+
+def _measure(request: CellRequest, cell: Cell) -> None:
+    """Fill `cell` with the measurement; raises whatever the framework raises."""
+    from fwbench.model.specs import build_spec
+
+    cell.scalars |= _analytic_cost(build_spec(request.arch, request.dims), request.batch)
+    adapter, runner, prepared = build(request, cell.attrs)
     rss_before_canary = peak_rss_bytes()
     canary = cell_canary(request, cell)
     timing, attempts, contended, speed = _time_cell(request, runner, prepared, canary)
@@ -245,6 +256,7 @@ def _new_cell(request: CellRequest, threads_info: dict[str, Any], cache_note: st
         "dims": dict(request.dims),
         "warmup": request.warmup,
         "process": request.process,
+        "python": sys.executable,  # the rounds start this variant's worker with it
         "config_hash": request.settings_hash(),
         "git_commit": provenance.git_commit(Path(__file__).parent),
         "compile_cache": cache_note,

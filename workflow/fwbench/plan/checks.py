@@ -46,6 +46,16 @@ def check_config(config: Mapping[str, Any]) -> None:
     for framework in config["frameworks"]:
         if frameworks.takes_compile_options(framework):
             _check_compile_options(config, framework)
+    _check_rounds(config)
+
+
+def _check_rounds(config: Mapping[str, Any]) -> None:
+    """Every rounds batch and architecture is a swept one."""
+    for key, swept_key in (("batches", "batch_sizes"), ("architectures", "architectures")):
+        chosen, swept = config["rounds"][key], config[swept_key]
+        unknown = [] if isinstance(chosen, str) else [v for v in chosen if v not in swept]
+        if unknown:
+            raise ValueError(f"rounds.{key} names {unknown}, not in {swept_key} {swept}")
 
 
 def _check_compile_options(config: Mapping[str, Any], framework: str) -> None:

@@ -20,6 +20,9 @@ COMPILE_CACHE = "results/compile_cache/{system}/{framework}/{version}/{mode}/{ar
 ARTIFACT = "results/artifacts/{system}/{framework}/{version}/{mode}/{arch}"
 ARTIFACT_LOG = "results/logs/export/{system}/{framework}/{version}/{mode}/{arch}"
 CELL_LOG = "results/logs/bench/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
+# The rounds of one (arch, batch): every variant measured in alternation (fwbench.measure.rounds).
+ROUNDS = "results/rounds/{system}/{arch}/b{batch}.nc"
+ROUNDS_LOG = "results/logs/rounds/{system}/{arch}/b{batch}.log"
 CHECKS = "results/checks/{system}/{framework}/{version}/{name}.csv"
 TRAIN_RUN = "results/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}.nc"
 TABLE = "results/summary/{system}/tables/{stem}.md"

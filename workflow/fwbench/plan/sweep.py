@@ -16,6 +16,7 @@ from fwbench.plan.checks import check_config, compile_options_key
 from fwbench.plan.exports import ExportPlan
 from fwbench.plan.processes import cell_key, multi_process_cells
 from fwbench.plan.request import CellRequest
+from fwbench.plan.rounds import RoundsPlan
 from fwbench.plan.versions import VersionsOf, versions_source
 from fwbench.rng import seeded_shuffle
 from fwbench.systems import System, parse_systems
@@ -24,7 +25,7 @@ CELL_KEYS = ("system", "framework", "version", "mode", "arch", "batch")
 
 
 @dataclass
-class Plan(ExportPlan):
+class Plan(ExportPlan, RoundsPlan):
     """Everything a sweep runs, derived from a validated config (see make_plan)."""
 
     config: Mapping[str, Any]

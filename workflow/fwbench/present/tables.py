@@ -6,6 +6,7 @@ winners, failed, flagged. Failed cells show "failed" where a number would be (fa
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -118,7 +119,25 @@ def decision_rule(attrs: Mapping) -> str:
         f"otherwise): *faster* / *slower* where the CI excludes 1 and the ratio is at least "
         f"{effect}% from 1; *equivalent* where the whole CI lies within ±{effect}% (two "
         "one-sided tests); *undetermined* where the CI allows both: the data cannot tell, and "
-        "the CI says how far apart the two may be."
+        "the CI says how far apart the two may be." + rounds_rule(attrs)
+    )
+
+
+def rounds_rule(attrs: Mapping) -> str:
+    """Where the ratios come from the rounds (stats.nc's `rounds`, fwbench.analysis.rounds),
+    in words, with the cost of a turn they measured; '' where none ran."""
+    rounds = json.loads(attrs.get("rounds", "{}") or "{}")
+    if not rounds:
+        return ""
+    batches, sets = rounds["batches"], rounds["sets"]
+    return (
+        f" At batch {', '.join(map(str, batches))} the ratios between variants come from the "
+        "rounds, not from the cells: every variant of an architecture measured in alternation "
+        "by its own worker process, one turn each per round in a shuffled order, in "
+        f"{'/'.join(map(str, sets))} sets of fresh processes (the sets are blocks; each "
+        "variant's spread between them is its own, moderated); a turn's first sample, right "
+        f"after another variant ran, is {fixed(rounds['turn_cost_median'] - 1, 100, 1)}% slower "
+        "than the next (median over variants), and the ratios use the next."
     )
 
 
@@ -189,9 +208,11 @@ def compile_speedup_table(view: StatsView) -> str:
     ]
     return (
         "# Compile speedup: eager median / compiled median\n\n"
-        "Overhead = first call − median. Break-even: the smallest number of calls after which "
-        "compiling and running took no longer than running eagerly (never: it does not pay).\n\n"
-        + markdown_table(header, rows)
+        "Where the rounds measured both (the table batch by default), the speedup is the "
+        "rounds' ratio, their two medians measured moments apart; the medians shown are the "
+        "cells'. Overhead = first call − median. Break-even: the smallest number of calls "
+        "after which compiling and running took no longer than running eagerly (never: it "
+        "does not pay).\n\n" + markdown_table(header, rows)
     )
 
 

@@ -1,0 +1,209 @@
+"""The rounds: the design's estimate (fwbench.analysis.rounds), the comparisons that take it
+(fwbench.analysis.comparisons), the worker's protocol (fwbench.measure.turns), the coordinator
+with real worker processes (fwbench.measure.rounds) and the plan's rounds jobs."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from fwbench import frameworks
+from fwbench.analysis.comparisons import Cells, Levels, compare
+from fwbench.analysis.rounds import METHOD, Rounds, block_of
+from fwbench.io.comparisons_file import FASTER
+from fwbench.io.dims import STATUS_FAILED, STATUS_OK, CellKey
+from fwbench.io.rounds_file import read_rounds
+from fwbench.measure import turns
+from fwbench.measure.rounds import Variant, run_rounds
+
+import fake_adapter
+from plans import plan_of
+from synthetic import rounds_dataset
+
+DEFAULT = str(Path(__file__).resolve().parents[1] / "config/config.yaml")
+
+LEVELS = Levels(confidence=0.95, min_effect_pct=5.0, resamples=300)
+VARIANTS = [("torch", "eager"), ("torch", "onnxrt"), ("jax", "jit"), ("tensorflow", "eager")]
+
+
+def synthetic_rounds(medians_s, process_sd, **options):
+    """A rounds file of the first len(medians_s) of VARIANTS (tests/synthetic.rounds_dataset)."""
+    return rounds_dataset(VARIANTS[: len(medians_s)], medians_s, process_sd, **options)
+
+
+def key(framework, mode, arch="mlp", batch=32):
+    return CellKey(framework, mode, arch, batch)
+
+
+def test_the_sets_are_blocks_a_drift_between_them_leaves_the_ratio_alone():
+    medians = [1e-3, 0.8e-3, 0.5e-3]
+    quiet = block_of(synthetic_rounds(medians, [0.005] * 3))
+    drifting = block_of(synthetic_rounds(medians, [0.005] * 3, set_drift=(0.0, 0.3, -0.2)))
+    for block in (quiet, drifting):
+        ratio = math.exp(block.means[("torch", "eager")] - block.means[("jax", "jit")])
+        assert ratio == pytest.approx(2.0, rel=0.02)
+    a, b = ("torch", "eager"), ("jax", "jit")
+    assert drifting.se_dof(a, b)[0] == pytest.approx(quiet.se_dof(a, b)[0], rel=0.05)
+    assert drifting.turn_cost[a] == pytest.approx(1.05, rel=0.02)
+
+
+def test_a_noisy_variants_comparisons_get_its_own_wider_ci():
+    block = block_of(synthetic_rounds([1e-3] * 4, [0.002, 0.002, 0.002, 0.08], seed=3))
+    quiet_pair = block.se_dof(("torch", "eager"), ("torch", "onnxrt"))[0]
+    noisy_pair = block.se_dof(("torch", "eager"), ("tensorflow", "eager"))[0]
+    assert noisy_pair > 3 * quiet_pair
+
+
+def test_the_rounds_ci_covers_the_true_ratio_at_its_level():
+    """500 simulated rounds files, processes differing by 0.5–6 % by variant: the 95 % CI of
+    each pair holds the true ratio in 92–98 % of them."""
+    medians = [1e-3, 0.9e-3, 0.7e-3, 2e-3]
+    truth = math.log(medians[0] / medians[1])
+    covered = []
+    for seed in range(500):
+        ds = synthetic_rounds(
+            medians, [0.005, 0.01, 0.02, 0.06], seed=seed, set_drift=(0, 0.1, -0.1)
+        )
+        value, se, dof = Rounds([ds]).estimate(key("torch", "eager"), key("torch", "onnxrt"))
+        half = scipy_stats.t(dof).ppf(0.975) * se
+        covered.append(abs(value - truth) <= half)
+    assert 0.92 <= np.mean(covered) <= 0.985
+
+
+def test_a_variant_failed_in_any_set_falls_back_to_its_cells():
+    ds = synthetic_rounds([1e-3, 0.5e-3, 0.7e-3], [0.01] * 3)
+    ds["status"][1, 2] = STATUS_FAILED
+    rounds = Rounds([ds])
+    assert rounds.estimate(key("torch", "eager"), key("torch", "onnxrt")) is None
+    assert rounds.estimate(key("torch", "eager"), key("jax", "jit")) is not None
+    assert rounds.log_median(key("torch", "onnxrt")) is None
+    assert rounds.estimate(key("torch", "eager", batch=8), key("jax", "jit", batch=8)) is None
+
+
+def test_one_set_gives_no_estimate():
+    ds = synthetic_rounds([1e-3, 0.5e-3], [0.01] * 2, sets=3).isel(set=[0])
+    assert block_of(ds) is None
+
+
+def test_the_comparisons_take_the_rounds_ratio_and_rank_by_it():
+    # the cells say eager is faster (measured at another moment); the rounds say it is slower
+    coords = {"framework": ["torch"], "mode": ["eager", "onnxrt"], "arch": ["mlp"], "batch": [32]}
+    median = np.array([[[[0.9e-3]], [[1.0e-3]]]])
+    latency = np.repeat(median[..., None], 10, axis=-1)
+    rounds = Rounds([synthetic_rounds([1e-3, 0.5e-3], [0.002, 0.002])])
+    cells = Cells(coords, median, latency, None, rounds)
+    found = compare(cells, "winner", key("torch", "eager"), key("torch", "onnxrt"), LEVELS)
+    assert found.estimate.method == METHOD
+    assert found.speedup == pytest.approx(2.0, rel=0.02) and found.verdict == FASTER
+    assert cells.pace(key("torch", "onnxrt")) < cells.pace(key("torch", "eager"))
+    assert cells.median(key("torch", "eager")) == pytest.approx(0.9e-3)  # the cells' own
+
+
+# --- the worker's protocol, in this process with the fake adapter --------------------------
+
+
+def serve(monkeypatch, commands, **settings):
+    monkeypatch.setattr(frameworks, "load", lambda framework, part="infer": fake_adapter)
+    replies = io.StringIO()
+    request = dataclasses.replace(fake_adapter.request(**settings), process=1)
+    lines = "".join(json.dumps(c) + "\n" for c in commands)
+    turns.work(request, io.StringIO(lines), replies)
+    return [json.loads(line) for line in replies.getvalue().splitlines()]
+
+
+def test_the_worker_builds_warms_and_times_turns_on_request(monkeypatch):
+    replies = serve(monkeypatch, [{"warm": True}, {"turn": 2}, {"turn": 2}, {"quit": True}])
+    assert "built" in replies[0] and replies[0]["built"]["first_call_s"] > 0
+    assert replies[1]["calls"] >= 1
+    assert [len(r["ns"]) for r in replies[2:]] == [2, 2]
+    assert all(ns > 0 for r in replies[2:] for ns in r["ns"])
+
+
+def test_a_worker_whose_build_fails_says_why(monkeypatch):
+    monkeypatch.setattr(fake_adapter, "FAIL_IN_BUILD", MemoryError("out of memory in build"))
+    replies = serve(monkeypatch, [{"warm": True}])
+    assert replies == [{"failed": replies[0]["failed"]}]
+    assert replies[0]["failed"]["error_message"] == "out of memory in build"
+
+
+# --- the coordinator, with real worker processes ---------------------------------------------
+
+TINY = {
+    "frameworks": ["torch"],
+    "modes": {"torch": ["eager"]},
+    "architectures": ["mlp"],
+    "dims": {"mlp": {"input": 8, "hidden": [8], "classes": 3}},
+    "batch_sizes": [2],
+    "threads": 1,
+    "bench": {"warmup": 2, "repeats": 3, "min_sample_s": 0.0005, "timeout_s": 120},
+    "rounds": {"batches": [2], "sets": 2, "rounds": 3},
+}
+
+
+def test_the_rounds_alternate_fresh_workers_and_record_a_failed_variant(tmp_path):
+    """torch eager twice (one of them failing on purpose in its build): two sets of fresh
+    workers; the failing one is recorded with its error, the other measured in every round."""
+    plan = plan_of(TINY)
+    cell = dict(system="local", framework="torch", mode="eager", arch="mlp", batch=2)
+    request = plan.cell_request(cell | {"version": plan.version("local", "torch")})
+    failing = dataclasses.replace(request, inject_failure=True)
+    variants = [Variant(request, sys.executable), Variant(failing, sys.executable)]
+    out = tmp_path / "b2.nc"
+    run_rounds(variants, 2, 3, 0, str(tmp_path / "lock"), str(out))
+    ds = read_rounds(out)
+    assert ds.sizes == {"variant": 2, "set": 2, "round": 3, "sample": 2}
+    assert ds["status"].values.tolist() == [[STATUS_OK] * 2, [STATUS_FAILED] * 2]
+    assert "bench.inject_failure" in str(ds["error_message"].values[1, 0])
+    assert np.isfinite(ds["latency_s"].values[0]).all()
+    assert np.isnan(ds["latency_s"].values[1]).all()
+    assert (ds["position"].values[0] == 0).all()  # alone in its rounds
+    assert ds.attrs["sets"] == 2 and ds.attrs["round_wall_s"] > 0
+
+
+# --- the plan -------------------------------------------------------------------------------
+
+
+def test_the_plan_has_one_rounds_job_per_architecture_and_rounds_batch():
+    plan = plan_of({"batch_sizes": [1, 32]}, base=DEFAULT)  # the default: the table batch
+    assert plan.rounds_files() == [
+        f"results/rounds/local/{arch}/b32.nc" for arch in plan.config["architectures"]
+    ]
+    wildcards = {"system": "local", "arch": "mlp", "batch": "32"}
+    variants = plan.rounds_variants(wildcards)
+    modes = [(fw, m) for fw in plan.frameworks for m in plan.config["modes"][fw]]
+    assert len(variants) == len(modes) == len(plan.rounds_cells(wildcards))
+    first = json.loads(variants[0]["request"])
+    assert (first["framework"], first["mode"], first["batch"], first["process"]) == (
+        *modes[0],
+        32,
+        0,
+    )
+    exports = [v for v in variants if v["artifact"]]
+    assert exports and all(v["artifact"].endswith("/mlp.json") for v in exports)
+
+
+def test_the_default_rounds_batch_is_the_table_batch_or_the_nearest_swept():
+    assert plan_of({"batch_sizes": [1, 8, 64]}, base=DEFAULT).rounds_batches == [64]
+    assert plan_of({"rounds": {"batches": []}}, base=DEFAULT).rounds_files() == []
+
+
+def test_a_rounds_batch_must_be_swept():
+    with pytest.raises(ValueError, match=r"rounds.batches names \[64\], not in batch_sizes"):
+        plan_of({"batch_sizes": [1, 32], "rounds": {"batches": [64]}}, base=DEFAULT)
+    plan = plan_of({"batch_sizes": [1, 32], "rounds": {"batches": [32]}}, base=DEFAULT)
+    with pytest.raises(ValueError, match="batch 1 is not a rounds batch"):
+        plan.rounds_variants({"system": "local", "arch": "mlp", "batch": "1"})
+    with pytest.raises(ValueError, match=r"rounds.architectures names \['vit'\]"):
+        plan_of({"rounds": {"architectures": ["vit"]}}, base=DEFAULT)
+    only_mlp = plan_of({"rounds": {"architectures": ["mlp"]}}, base=DEFAULT)
+    assert only_mlp.rounds_files() == ["results/rounds/local/mlp/b32.nc"]
+    with pytest.raises(ValueError, match="'cnn' is not measured in rounds"):
+        only_mlp.rounds_variants({"system": "local", "arch": "cnn", "batch": "32"})

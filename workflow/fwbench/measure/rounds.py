@@ -1,0 +1,216 @@
+"""The rounds: every variant of one (architecture, batch) measured in alternation, so that each
+ratio between two variants comes from samples taken moments apart and the machine's drift
+(this VM's last-level cache changes speed for seconds at a time: self_measurement/
+drift_timescale.py) cancels from it.
+
+One job holds the host's timing lock throughout. In each of `sets` sets it starts one worker
+process per variant (fwbench.measure.turns: its own framework alone, with the Python its cell
+ran with, so its conda env under `--sdm conda`; built as a cell's later process, from the
+cell's warm compile cache), one after the other; asks each for its warm-up; then runs `rounds`
+rounds, each variant taking one turn per round in an order shuffled every round (seeded), the
+others blocked on their pipes. A turn is two samples back to back: `after_switch` (right
+after another variant: the cost of a turn is its ratio to the next) and `warm`, the one the
+ratios use. Fresh sets keep the variation between processes (layout, allocator, compile) in
+the ratios' CIs (fwbench.analysis.rounds). A variant whose worker fails is recorded with its
+error; the others go on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from fwbench.host.harness import timing_lock
+from fwbench.io.dims import STATUS_FAILED, STATUS_OK
+from fwbench.io.rounds_file import SAMPLES, variant_name, write_rounds
+from fwbench.plan.request import CellRequest
+from fwbench.rng import seeded_rng
+
+
+@dataclass(frozen=True)
+class Variant:
+    request: CellRequest
+    python: str  # the interpreter its cell ran with (the cell file's `python`)
+
+    @property
+    def name(self) -> str:
+        return variant_name(self.request.framework, self.request.mode)
+
+
+class WorkerFailed(RuntimeError):
+    pass
+
+
+class Worker:
+    """One variant's worker process and its pipe."""
+
+    def __init__(self, variant: Variant, set_index: int):
+        request = replace(variant.request, process=set_index + 1)  # a warm compile cache
+        self.timeout_s = request.timeout_s
+        self.process = subprocess.Popen(
+            [
+                variant.python,
+                "-m",
+                "fwbench.measure.turns",
+                request.to_json(),
+                request.artifact or "",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+
+    def read(self) -> dict[str, Any]:
+        ready, _, _ = select.select([self.process.stdout], [], [], self.timeout_s)
+        line = self.process.stdout.readline() if ready else ""
+        if not line:
+            self.close()
+            raise WorkerFailed(
+                f"worker gave no answer within bench.timeout_s={self.timeout_s} s"
+                if not ready
+                else f"worker ended (exit status {self.process.poll()})"
+            )
+        reply = json.loads(line)
+        if "failed" in reply:
+            self.close()
+            raise WorkerFailed(reply["failed"]["error_message"])
+        return reply
+
+    def ask(self, command: dict[str, Any]) -> dict[str, Any]:
+        self.process.stdin.write(json.dumps(command) + "\n")
+        self.process.stdin.flush()
+        return self.read()
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            try:
+                self.process.stdin.write(json.dumps({"quit": True}) + "\n")
+                self.process.stdin.flush()
+                self.process.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.process.kill()
+                self.process.wait()
+
+
+@dataclass
+class Record:
+    """What the rounds measured, filled set by set."""
+
+    variants: list[Variant]
+    sets: int
+    rounds: int
+
+    def __post_init__(self) -> None:
+        shape = (len(self.variants), self.sets)
+        self.latency_s = np.full(shape + (self.rounds, len(SAMPLES)), np.nan)
+        self.position = np.full(shape + (self.rounds,), -1, dtype=np.int16)
+        self.calls = np.zeros(shape, dtype=np.int64)
+        self.status = np.full(shape, STATUS_OK, dtype=object)
+        self.error = np.full(shape, "", dtype=object)
+        self.round_wall_s: list[float] = []
+
+    def fail(self, v: int, s: int, error: Exception) -> None:
+        self.status[v, s] = STATUS_FAILED
+        self.error[v, s] = str(error)
+        print(f"fwbench rounds: {self.variants[v].name}, set {s}: {error}", file=sys.stderr)
+
+
+def _start(record: Record, s: int) -> dict[int, Worker]:
+    """The set's workers, built one after the other (nothing is timed meanwhile) and warmed."""
+    workers = {}
+    for v, variant in enumerate(record.variants):
+        worker = Worker(variant, s)
+        try:
+            worker.read()  # built
+            record.calls[v, s] = worker.ask({"warm": True})["calls"]
+            workers[v] = worker
+        except WorkerFailed as error:
+            record.fail(v, s, error)
+    return workers
+
+
+def _run_set(record: Record, s: int, rng: np.random.Generator) -> None:
+    workers = _start(record, s)
+    for r in range(record.rounds):
+        start = time.perf_counter()
+        for place, v in enumerate(rng.permutation(sorted(workers))):
+            try:
+                ns = workers[v].ask({"turn": len(SAMPLES)})["ns"]
+            except WorkerFailed as error:
+                record.fail(v, s, error)
+                del workers[v]
+                continue
+            record.latency_s[v, s, r] = np.asarray(ns) * 1e-9 / record.calls[v, s]
+            record.position[v, s, r] = place
+        record.round_wall_s.append(time.perf_counter() - start)
+    for worker in workers.values():
+        worker.close()
+
+
+def _dataset(record: Record, seed: int) -> xr.Dataset:
+    first = record.variants[0].request
+    names = [variant.name for variant in record.variants]
+    coords = {
+        "variant": names,
+        "framework": ("variant", [v.request.framework for v in record.variants]),
+        "mode": ("variant", [v.request.mode for v in record.variants]),
+        "version": ("variant", [next(iter(v.request.versions.values())) for v in record.variants]),
+        "sample": list(SAMPLES),
+    }
+    dims3 = ("variant", "set", "round")
+    return xr.Dataset(
+        {
+            "latency_s": (dims3 + ("sample",), record.latency_s),
+            "position": (dims3, record.position),
+            "calls_per_sample": (("variant", "set"), record.calls),
+            "status": (("variant", "set"), record.status.astype(str)),
+            "error_message": (("variant", "set"), record.error.astype(str)),
+        },
+        coords=coords,
+        attrs={
+            "system": first.system,
+            "arch": first.arch,
+            "batch": first.batch,
+            "sets": record.sets,
+            "rounds": record.rounds,
+            "seed": seed,
+            "threads": first.threads,
+            "round_wall_s": float(np.median(record.round_wall_s))
+            if record.round_wall_s
+            else np.nan,
+        },
+    )
+
+
+def run_rounds(
+    variants: list[Variant], sets: int, rounds: int, seed: int, lock: str, output: str
+) -> xr.Dataset:
+    """Measure the variants in `sets` sets of `rounds` rounds and write the rounds file."""
+    if not variants:
+        raise ValueError("the rounds need at least one variant")
+    record = Record(variants, sets, rounds)
+    first = variants[0].request
+    rng = seeded_rng(seed, f"rounds/{first.system}/{first.arch}/b{first.batch}")
+    with timing_lock(lock):
+        for s in range(sets):
+            _run_set(record, s, rng)
+    ds = _dataset(record, seed)
+    write_rounds(ds, output)
+    return ds
+
+
+def python_of(cell_attrs: dict[str, Any]) -> str:
+    """The interpreter a variant's worker runs with: its cell's, or this one's for a cell
+    written before cells recorded it."""
+    python = cell_attrs.get("python", "")
+    return python if python and os.path.exists(python) else sys.executable

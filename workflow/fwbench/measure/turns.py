@@ -1,0 +1,108 @@
+"""One variant's worker in the rounds (fwbench.measure.rounds): a process of its own, started
+with its framework's Python (its conda env under `--sdm conda`), that builds the variant as a
+cell's later process does (same threads, pinning, warm compile cache) and then times a turn
+each time the coordinator asks, blocked on its pipe in between (no spinning, no CPU).
+
+    python -m fwbench.measure.turns REQUEST_JSON
+
+The protocol, one JSON object per line: the worker first answers {"built": {...}} (or
+{"failed": {...}} with the framework's error); then to {"warm": true} it runs the request's
+warm-up calls and answers {"calls": k} (calls per sample, from the warm-up's pace and
+`min_sample_s`, as a cell does); to {"turn": n} it times n samples of k calls back to back and
+answers {"ns": [...]}; {"quit": true} ends it. Its stdout is the protocol's alone: whatever a
+framework prints goes to stderr (the job's log).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import IO, Any
+
+from fwbench import frameworks
+from fwbench.host.harness import calls_per_sample, no_gc, warm_up
+from fwbench.host.threads import setup_threads
+from fwbench.measure import compile_cache
+from fwbench.measure.bench import build
+from fwbench.measure.job import failure_attrs
+from fwbench.plan.request import CellRequest
+
+
+def _send(replies: IO[str], message: dict[str, Any]) -> None:
+    replies.write(json.dumps(message) + "\n")
+    replies.flush()
+
+
+def sample_ns(call: Callable[[], Any], sync: Callable[[Any], None], calls: int) -> int:
+    """One timed sample: `calls` synced calls, perf_counter_ns around them."""
+    start = time.perf_counter_ns()
+    for _ in range(calls):
+        sync(call())
+    return time.perf_counter_ns() - start
+
+
+def _serve(
+    call: Callable[[], Any],
+    sync: Callable[[Any], None],
+    request: CellRequest,
+    commands: IO[str],
+    replies: IO[str],
+) -> None:
+    """Answer the coordinator's commands until it says quit (or closes the pipe)."""
+    calls = 1
+    for line in commands:
+        command = json.loads(line)
+        if "warm" in command:
+            _, pace_s = warm_up(call, sync, request.warmup)
+            calls = calls_per_sample(pace_s, request.min_sample_s)
+            _send(replies, {"calls": calls})
+        elif "turn" in command:
+            _send(replies, {"ns": [sample_ns(call, sync, calls) for _ in range(command["turn"])]})
+        else:
+            return
+
+
+def work(request: CellRequest, commands: IO[str], replies: IO[str]) -> None:
+    """Set up as a cell's process, build the variant, then serve turns inside its framework
+    context with the garbage collector off (as a cell's timed loop)."""
+    frameworks.check_framework_mode(request.framework, request.mode)
+    os.environ.update(frameworks.pre_import_env(request.framework, request.device))
+    threads = setup_threads(request.threads)
+    with compile_cache.private_dirs(request) as (_, cache_note):
+        attrs: dict[str, Any] = {"compile_cache": cache_note, "threads": threads}
+        try:
+            _, runner, prepared = build(request, attrs)
+            with runner.timing_context():
+                start = time.perf_counter()
+                runner.sync(runner.call_in_context(prepared))
+                attrs["first_call_s"] = time.perf_counter() - start
+                _send(replies, {"built": attrs | {"pid": os.getpid()}})
+                with no_gc():
+                    _serve(
+                        lambda: runner.call_in_context(prepared),
+                        runner.sync,
+                        request,
+                        commands,
+                        replies,
+                    )
+        except Exception as error:  # a failed variant is data: the coordinator records it
+            _send(replies, {"failed": failure_attrs(error)})
+
+
+def main() -> None:
+    replies = os.fdopen(os.dup(sys.stdout.fileno()), "w")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # frameworks' prints go to the log
+    work(
+        CellRequest.from_json(sys.argv[1], artifact=sys.argv[2] if len(sys.argv) > 2 else ""),
+        sys.stdin,
+        replies,
+    )
+    replies.flush()
+    os._exit(0)  # the interpreter's teardown holds nothing (scripts/bench.py says why)
+
+
+if __name__ == "__main__":
+    main()

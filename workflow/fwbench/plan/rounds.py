@@ -1,0 +1,88 @@
+"""The rounds jobs of a plan: one per system × architecture × rounds batch (config `rounds`),
+measuring every configured variant of that row in alternation (fwbench.measure.rounds).
+Each variant's worker is built from its cell's own request (Plan.cell_request), so the rounds
+rerun exactly when a variant's cell does, an upgrade of one framework included
+(fwbench.plan.sweep.Plan inherits these)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import fwbench.plan.paths as paths
+from fwbench.io.dims import nearest_batch
+
+TABLE = "table"  # rounds.batches' default: the table batch
+ALL = "all"  # rounds.architectures' default
+
+
+class RoundsPlan:
+    """What a Plan knows of its rounds, from its config, systems, frameworks and versions."""
+
+    config: Any
+    systems: dict[str, Any]
+
+    @property
+    def rounds_batches(self) -> list[int]:
+        """The rounds batches: the configured ones (plan.checks refuses one not swept), or by
+        default ("table") the swept batch the tables show (stats.table_batch, or the nearest)."""
+        batches = self.config["rounds"]["batches"]
+        if batches == TABLE:
+            return [nearest_batch(self.config["batch_sizes"], self.config["stats"]["table_batch"])]
+        return list(batches)
+
+    @property
+    def rounds_architectures(self) -> list[str]:
+        archs = self.config["rounds"]["architectures"]
+        return list(self.config["architectures"]) if archs == ALL else list(archs)
+
+    def rounds_files(self, system: str | None = None) -> list[str]:
+        return [
+            paths.ROUNDS.format(system=s, arch=arch, batch=batch)
+            for s in self.systems
+            if system in (None, s)
+            for arch in self.rounds_architectures
+            for batch in self.rounds_batches
+        ]
+
+    def _variant_wildcards(self, wildcards: Mapping[str, Any]) -> list[dict[str, Any]]:
+        system = wildcards["system"]
+        return [
+            dict(
+                system=system,
+                framework=fw,
+                version=self.version(system, fw),
+                mode=mode,
+                arch=wildcards["arch"],
+                batch=int(wildcards["batch"]),
+            )
+            for fw in self.frameworks
+            for mode in self.config["modes"][fw]
+        ]
+
+    def rounds_cells(self, wildcards: Mapping[str, Any]) -> list[str]:
+        """The process-0 cell file of every variant (the rounds' inputs: each variant's
+        worker runs with the Python its cell ran with, from its warm compile cache)."""
+        return [paths.cell_file(cell) for cell in self._variant_wildcards(wildcards)]
+
+    def rounds_variants(self, wildcards: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Per variant: its cell's request (JSON), its artifact manifest ('' but for export
+        modes) and its cell file; refuses a batch that is no rounds batch."""
+        if int(wildcards["batch"]) not in self.rounds_batches:
+            raise ValueError(
+                f"batch {wildcards['batch']} is not a rounds batch (rounds.batches: "
+                f"{self.rounds_batches})"
+            )
+        if wildcards["arch"] not in self.rounds_architectures:
+            raise ValueError(
+                f"architecture {wildcards['arch']!r} is not measured in rounds "
+                f"(rounds.architectures: {self.rounds_architectures})"
+            )
+        return [
+            {
+                "request": self.cell_request(cell).to_json(),
+                "artifact": next(iter(self.artifact_input(cell)), ""),
+                "cell": paths.cell_file(cell),
+            }
+            for cell in self._variant_wildcards(wildcards)
+        ]

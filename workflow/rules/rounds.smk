@@ -1,0 +1,28 @@
+# The rounds: at each rounds batch, every variant of an architecture measured in alternation
+# (fwbench.measure.rounds), in sets of fresh worker processes, each started with the Python its
+# cell ran with (its framework's env under --sdm conda). A timing job: it holds the timing slot
+# and lock throughout. Its inputs are the variants' process-0 cells (their compile caches warm
+# the workers): an upgraded framework's new cells rerun it, and nothing else does. A shell job
+# for the reason the bench rule is one (workarounds.smk).
+
+
+rule rounds:
+    input:
+        cells=rounds_cells,
+    output:
+        paths.ROUNDS,
+    log:
+        paths.ROUNDS_LOG,
+    conda:
+        conda_env("analysis")
+    threads: SYSTEM_THREADS
+    resources:
+        **SYSTEM_RESOURCES,
+        timing_slot=1,
+    params:
+        variants=rounds_variants,
+        sets=config["rounds"]["sets"],
+        rounds=config["rounds"]["rounds"],
+        seed=config["seed"],
+    shell:
+        ROUNDS_COMMAND

@@ -1,0 +1,38 @@
+"""The `rounds` job (fwbench.measure.rounds), run by the rule's shell command.
+
+    rounds.py --variants JSON --sets S --rounds R --seed N --lock PATH --log PATH OUTPUT
+
+--variants is the plan's list (fwbench.plan.rounds.RoundsPlan.rounds_variants): per variant
+its cell's request, its artifact manifest and its process-0 cell file (whose `python` starts
+the variant's worker).
+"""
+
+import argparse
+import json
+import os
+
+from fwbench.io.cell_file import read_cell_record
+from fwbench.io.joblog import flush_all, job_log
+from fwbench.measure.rounds import Variant, python_of, run_rounds
+from fwbench.plan.request import CellRequest
+
+parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+parser.add_argument("--variants", required=True, help="the plan's variants as JSON")
+parser.add_argument("--sets", type=int, required=True)
+parser.add_argument("--rounds", type=int, required=True)
+parser.add_argument("--seed", type=int, required=True)
+parser.add_argument("--lock", required=True, help="the host's timing lock file")
+parser.add_argument("--log", required=True, help="the job's log file")
+parser.add_argument("output", help="the rounds file to write")
+args = parser.parse_args()
+with job_log(args.log):
+    variants = [
+        Variant(
+            CellRequest.from_json(v["request"], lock=args.lock, artifact=v["artifact"]),
+            python_of(read_cell_record(v["cell"]).attrs),
+        )
+        for v in json.loads(args.variants)
+    ]
+    run_rounds(variants, args.sets, args.rounds, args.seed, args.lock, args.output)
+flush_all()
+os._exit(0)
