@@ -9,10 +9,13 @@ rest (contention probe, counters, compile introspection); rows per framework and
 (0: cold compile cache; later: warm).
 Per training run, its window (start_ns..end_ns) is split into set-up (import, build, data),
 the timed epochs (the first one holds the compilation, as a cell's first call does), the
-validation passes and the rest. The
-sweep's wall time is the span of the Snakemake log; what no window covers is process start-up,
-Snakemake's scheduling, writing files and the other jobs (hardware, checks, aggregation,
-figures, report).
+validation passes and the rest. Per rounds file, its workers' start-up (`setup_s`: build and
+warm-up, nothing timed) and its rounds (rounds × the median round's wall time).
+The sweep's wall time is the span of the Snakemake log; what no window covers is process
+start-up, Snakemake's scheduling, writing files and the other jobs (hardware, checks,
+aggregation, figures, report). Last, per rule, its jobs' count and the sum of their spans in
+the log (start to "Finished"): timing jobs run one at a time, so these add up to the wall time
+and say what a rule adds to the sweep, or what a rule another version lacks took from it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from fwbench.io.cell_file import read_cell
+from fwbench.io.rounds_file import read_rounds
 from fwbench.io.train_file import read_run
 
 PARTS = (
@@ -103,6 +107,49 @@ def train_totals(workdir: Path) -> dict[str, float]:
     return totals
 
 
+def rounds_totals(workdir: Path) -> None:
+    files = sorted((workdir / "results/rounds").rglob("b*.nc"))
+    if not files:
+        return
+    setup = rounds = 0.0
+    for path in files:
+        ds = read_rounds(path)
+        setup += float(ds["setup_s"].sum()) if "setup_s" in ds else float("nan")
+        rounds += ds.attrs["sets"] * ds.attrs["rounds"] * float(ds.attrs["round_wall_s"])
+    print(
+        f"\nrounds files: {len(files)}; workers' start-up {setup:.0f} s (summed over workers, "
+        f"who build side by side), rounds {rounds:.0f} s"
+    )
+
+
+STAMP = r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]\n"
+
+
+def rule_spans(log: Path) -> dict[str, list[float]]:
+    """Per rule, each job's span in the log: its start stamp to its "Finished" stamp."""
+    pieces = re.split(STAMP, log.read_text(), flags=re.M)
+    started: dict[str, tuple[str, dt.datetime]] = {}
+    spans: dict[str, list[float]] = defaultdict(list)
+    for stamp, body in zip(pieces[1::2], pieces[2::2], strict=True):
+        when = dt.datetime.strptime(stamp, "%a %b %d %H:%M:%S %Y")
+        start = re.match(r"(?:local)?(?:rule|checkpoint) (\w+):", body)
+        jobid = re.search(r"jobid: (\d+)", body)
+        if start and jobid:
+            started[jobid.group(1)] = (start.group(1), when)
+        end = re.match(r"Finished jobid: (\d+)", body)
+        if end and end.group(1) in started:
+            rule, began = started.pop(end.group(1))
+            spans[rule].append((when - began).total_seconds())
+    return spans
+
+
+def print_rule_spans(log: Path) -> None:
+    spans = rule_spans(log)
+    print(f"\n{'rule':<18}{'jobs':>6}{'span_s':>10}")
+    for rule, seconds in sorted(spans.items(), key=lambda item: -sum(item[1])):
+        print(f"{rule:<18}{len(seconds):>6}{sum(seconds):>10.0f}")
+
+
 def log_span_s(log: Path) -> float:
     stamps = re.findall(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]", log.read_text(), re.M)
     if len(stamps) < 2:
@@ -136,6 +183,7 @@ def main() -> int:
         row = "".join(f"{parts[p]:>14.1f}" for p in (*PARTS, "window_s"))
         print(f"{framework:<11}{counts[framework]:>6}{row}")
     train = train_totals(args.workdir)
+    rounds_totals(args.workdir)
     logs = sorted((args.workdir / ".snakemake/log").glob("*.snakemake.log"))
     log = args.log or (logs[-1] if logs else None)
     if log is None:
@@ -168,6 +216,7 @@ def main() -> int:
             f"first calls + timed iterations + training epochs: {measured + epochs:.0f} s "
             f"({(measured + epochs) / wall:.0%} of wall)"
         )
+    print_rule_spans(log)
     return 0
 
 

@@ -1,5 +1,5 @@
-"""Shared test helpers: the repository root, a snakemake runner with a hard timeout, and a
-function run in a fresh process."""
+"""Shared test helpers: the repository root, a snakemake runner with a hard timeout, a
+function run in a fresh process, and every test's CPU affinity put back after it."""
 
 from __future__ import annotations
 
@@ -14,6 +14,16 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+
+
+@pytest.fixture(autouse=True)
+def _affinity_put_back():
+    """A test that sets a process up in-process (fwbench.host.threads pins it to the timed
+    cores) would leave the rest of the session on one core."""
+    saved = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    yield
+    if saved is not None:
+        os.sched_setaffinity(0, saved)
 
 
 def in_fresh_process(module: str, function: str, *args: object) -> None:

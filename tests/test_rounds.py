@@ -8,6 +8,7 @@ import dataclasses
 import io
 import json
 import math
+import subprocess
 import sys
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from scipy import stats as scipy_stats
 from fwbench import frameworks
 from fwbench.analysis.comparisons import Cells, Levels, compare
 from fwbench.analysis.rounds import METHOD, Rounds, block_of
+from fwbench.host.threads import core_slots
 from fwbench.io.comparisons_file import FASTER
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.rounds_file import read_rounds
@@ -166,6 +168,48 @@ def test_the_rounds_alternate_fresh_workers_and_record_a_failed_variant(tmp_path
     assert np.isnan(ds["latency_s"].values[1]).all()
     assert (ds["position"].values[0] == 0).all()  # alone in its rounds
     assert ds.attrs["sets"] == 2 and ds.attrs["round_wall_s"] > 0
+    setup_s = ds["setup_s"].values
+    assert (setup_s[0] > 0).all() and np.isnan(setup_s[1]).all()
+
+
+def _cores_of_threads(pid: int) -> set[tuple[int, ...]]:
+    """The CPUs each thread of process `pid` may run on, as the kernel has them."""
+    found = set()
+    for status in Path(f"/proc/{pid}/task").glob("*/status"):
+        lines = status.read_text().splitlines()
+        line = next(text for text in lines if text.startswith("Cpus_allowed_list"))
+        found.add(tuple(sorted(_cpu_list(line.split(":")[1].strip()))))
+    return found
+
+
+def _cpu_list(text: str) -> list[int]:
+    cpus = []
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        cpus.extend(range(int(low), int(high or low) + 1))
+    return cpus
+
+
+@pytest.mark.skipif(len(core_slots(1)) < 2, reason="needs two cores in the affinity mask")
+def test_a_worker_built_beside_the_timed_core_moves_every_thread_there():
+    """Built on the second core while the first is the timed one: once it says built, every
+    one of its threads (torch's included) may run on the timed core only."""
+    timed, away = core_slots(1)[:2]
+    plan = plan_of(TINY)
+    cell = dict(system="local", framework="torch", mode="eager", arch="mlp", batch=2)
+    request = plan.cell_request(cell | {"version": plan.version("local", "torch")})
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "fwbench.measure.turns", request.to_json(), "", str(away[0])],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        built = json.loads(worker.stdout.readline())["built"]
+        assert built["build_cores"] == away and built["threads"]["cores"] == timed
+        assert _cores_of_threads(worker.pid) == {tuple(timed)}
+    finally:
+        worker.communicate(json.dumps({"quit": True}) + "\n", timeout=60)
 
 
 # --- the plan -------------------------------------------------------------------------------

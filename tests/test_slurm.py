@@ -39,7 +39,8 @@ SYSTEMS = {
     "cpu_nodes": {"threads": 1, "slurm": {"partition": CPU_PARTITION}},
     "gpu_nodes": {"threads": 1, "slurm": {"partition": GPU_PARTITION, "gpus": 1}},
 }
-TIMING_RULES = ("hardware", "bench", "bench_process", "export", "train")  # docs/architecture.md
+# docs/architecture.md
+TIMING_RULES = ("hardware", "bench", "bench_process", "rounds", "export", "train")
 SUBMITTED = re.compile(r"Job \d+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
 
 

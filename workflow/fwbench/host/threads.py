@@ -97,6 +97,28 @@ def pin_to_cores(threads: int) -> list[int]:
     return chosen
 
 
+def core_slots(threads: int) -> list[list[int]]:
+    """This process's affinity mask cut into groups of `threads` CPUs, in the order
+    pin_to_cores takes them: the first group is the one a pinned process times on."""
+    cores = physical_core_order(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return [sorted(cores[i : i + threads]) for i in range(0, len(cores) - threads + 1, threads)]
+
+
+def move_to_cores(cores: list[int]) -> list[int]:
+    """Move every thread of this process to `cores` and return the thread ids that are not on
+    exactly those cores afterwards (none, unless a thread refused). On Linux an affinity is a
+    thread's own: a pool its framework started before the move would stay where it was."""
+    stray = []
+    for tid in (int(t) for t in os.listdir("/proc/self/task")):
+        try:
+            os.sched_setaffinity(tid, cores)
+            if sorted(os.sched_getaffinity(tid)) != sorted(cores):
+                stray.append(tid)
+        except ProcessLookupError:  # the thread ended meanwhile
+            continue
+    return stray
+
+
 def setup_threads(threads: int | str) -> dict[str, object]:
     """Resolve, pin and export the thread settings; the returned dict goes into provenance."""
     count = resolve_threads(threads)

@@ -7,7 +7,9 @@ order shuffled every round), `sample` (a turn's samples, back to back: `after_sw
 after another variant ran, then `warm`).
 
 Variables: `latency_s` (variant, set, round, sample: seconds per call), `position` (variant,
-set, round: its place in the round's order), `calls_per_sample` (variant, set), `status` and
+set, round: its place in the round's order), `calls_per_sample` (variant, set), `setup_s`
+(variant, set: from the worker's start to the end of its warm-up, nothing timed; NaN in a file
+written before it was recorded, or where the worker failed), `status` and
 `error_message` (variant, set: "ok", or "failed" with the worker's error). Attributes: system,
 arch, batch, sets, rounds, seed, round_wall_s (the median round's wall time at the coordinator),
 schema_version. The cells own the absolute medians; this file owns the ratios at its batch

@@ -6,7 +6,8 @@ drift_timescale.py) cancels from it.
 One job holds the host's timing lock throughout. In each of `sets` sets it starts one worker
 process per variant (fwbench.measure.turns: its own framework alone, with the Python its cell
 ran with, so its conda env under `--sdm conda`; built as a cell's later process, from the
-cell's warm compile cache), one after the other; asks each for its warm-up; then runs `rounds`
+cell's warm compile cache), side by side on the host's core groups while nothing is timed;
+asks each in turn for its warm-up on the timed cores; then runs `rounds`
 rounds, each variant taking one turn per round in an order shuffled every round (seeded), the
 others blocked on their pipes. A turn is two samples back to back: `after_switch` (right
 after another variant: the cost of a turn is its ratio to the next) and `warm`, the one the
@@ -30,6 +31,7 @@ import numpy as np
 import xarray as xr
 
 from fwbench.host.harness import timing_lock
+from fwbench.host.threads import core_slots
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
 from fwbench.io.rounds_file import SAMPLES, variant_name, write_rounds
 from fwbench.plan.request import CellRequest
@@ -53,7 +55,7 @@ class WorkerFailed(RuntimeError):
 class Worker:
     """One variant's worker process and its pipe."""
 
-    def __init__(self, variant: Variant, set_index: int):
+    def __init__(self, variant: Variant, set_index: int, build_cores: list[int]):
         request = replace(variant.request, process=set_index + 1)  # a warm compile cache
         self.timeout_s = request.timeout_s
         self.process = subprocess.Popen(
@@ -63,6 +65,7 @@ class Worker:
                 "fwbench.measure.turns",
                 request.to_json(),
                 request.artifact or "",
+                ",".join(str(core) for core in build_cores),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -117,6 +120,7 @@ class Record:
         self.calls = np.zeros(shape, dtype=np.int64)
         self.status = np.full(shape, STATUS_OK, dtype=object)
         self.error = np.full(shape, "", dtype=object)
+        self.setup_s = np.full(shape, np.nan)
         self.round_wall_s: list[float] = []
 
     def fail(self, v: int, s: int, error: Exception) -> None:
@@ -125,17 +129,55 @@ class Record:
         print(f"fwbench rounds: {self.variants[v].name}, set {s}: {error}", file=sys.stderr)
 
 
+def _built(record: Record, s: int) -> dict[int, Worker]:
+    """The set's workers, built side by side, one on each of the host's core groups (nothing
+    is timed meanwhile: the cost of a set is mostly its workers' start-up); each moves to the
+    timed cores once built (fwbench.measure.turns)."""
+    waiting = list(enumerate(record.variants))
+    free = core_slots(record.variants[0].request.threads) or [[]]
+    building: dict[int, tuple[Worker, float, list[int]]] = {}
+    built: dict[int, Worker] = {}
+    while waiting or building:
+        while waiting and free:
+            v, variant = waiting.pop(0)
+            cores = free.pop(0)
+            building[v] = (Worker(variant, s, cores), time.perf_counter(), cores)
+        streams = {worker.process.stdout: v for v, (worker, _, _) in building.items()}
+        timeout_s = max(worker.timeout_s for worker, _, _ in building.values())
+        ready, _, _ = select.select(list(streams), [], [], timeout_s)
+        for v in [streams[stream] for stream in ready] or list(building):
+            worker, start, cores = building.pop(v)
+            free.append(cores)
+            try:
+                if not ready:
+                    worker.close()
+                    raise WorkerFailed(f"no answer within bench.timeout_s={timeout_s} s")
+                worker.read()  # {"built": ...} or the worker's {"failed": ...}
+                built[v] = worker
+                record.setup_s[v, s] = time.perf_counter() - start
+            except WorkerFailed as error:
+                record.fail(v, s, error)
+    return dict(sorted(built.items()))
+
+
 def _start(record: Record, s: int) -> dict[int, Worker]:
-    """The set's workers, built one after the other (nothing is timed meanwhile) and warmed."""
+    """The set's workers, built and then warmed one after the other on the timed cores."""
     workers = {}
-    for v, variant in enumerate(record.variants):
-        worker = Worker(variant, s)
+    start_set = time.perf_counter()
+    for v, worker in _built(record, s).items():
+        start = time.perf_counter()
         try:
-            worker.read()  # built
             record.calls[v, s] = worker.ask({"warm": True})["calls"]
             workers[v] = worker
         except WorkerFailed as error:
             record.fail(v, s, error)
+            continue
+        record.setup_s[v, s] += time.perf_counter() - start
+    print(
+        f"fwbench rounds: set {s}: {len(workers)} workers built and warmed in "
+        f"{time.perf_counter() - start_set:.1f} s",
+        file=sys.stderr,
+    )
     return workers
 
 
@@ -173,6 +215,7 @@ def _dataset(record: Record, seed: int) -> xr.Dataset:
             "latency_s": (dims3 + ("sample",), record.latency_s),
             "position": (dims3, record.position),
             "calls_per_sample": (("variant", "set"), record.calls),
+            "setup_s": (("variant", "set"), record.setup_s),
             "status": (("variant", "set"), record.status.astype(str)),
             "error_message": (("variant", "set"), record.error.astype(str)),
         },

@@ -3,7 +3,12 @@ with its framework's Python (its conda env under `--sdm conda`), that builds the
 cell's later process does (same threads, pinning, warm compile cache) and then times a turn
 each time the coordinator asks, blocked on its pipe in between (no spinning, no CPU).
 
-    python -m fwbench.measure.turns REQUEST_JSON
+    python -m fwbench.measure.turns REQUEST_JSON [ARTIFACT] [BUILD_CORES]
+
+BUILD_CORES (a comma list, as many CPUs as the request's threads) is where it builds: the
+coordinator builds a set's workers side by side on the host's core groups while nothing is
+timed, and a worker built away from its timed cores moves every one of its threads there
+before it answers "built" (its thread pools keep the size the timed cores give them).
 
 The protocol, one JSON object per line: the worker first answers {"built": {...}} (or
 {"failed": {...}} with the framework's error); then to {"warm": true} it runs the request's
@@ -24,7 +29,7 @@ from typing import IO, Any
 
 from fwbench import frameworks
 from fwbench.host.harness import calls_per_sample, no_gc, warm_up
-from fwbench.host.threads import setup_threads
+from fwbench.host.threads import move_to_cores, setup_threads
 from fwbench.measure import compile_cache
 from fwbench.measure.bench import build
 from fwbench.measure.job import failure_attrs
@@ -65,12 +70,25 @@ def _serve(
             return
 
 
-def work(request: CellRequest, commands: IO[str], replies: IO[str]) -> None:
-    """Set up as a cell's process, build the variant, then serve turns inside its framework
-    context with the garbage collector off (as a cell's timed loop)."""
+def _to_timed_cores(timed: list[int], build_cores: list[int]) -> None:
+    """After a build away from the timed cores: every thread onto them, or an error."""
+    if build_cores and sorted(build_cores) != sorted(timed):
+        stray = move_to_cores(timed)
+        if stray:
+            raise RuntimeError(f"threads {stray} stayed off the timed cores {timed}")
+
+
+def work(
+    request: CellRequest, commands: IO[str], replies: IO[str], build_cores: list[int] = ()
+) -> None:
+    """Set up as a cell's process, build the variant (on `build_cores` where given), then
+    serve turns on the timed cores inside its framework context with the garbage collector
+    off (as a cell's timed loop)."""
     frameworks.check_framework_mode(request.framework, request.mode)
     os.environ.update(frameworks.pre_import_env(request.framework, request.device))
     threads = setup_threads(request.threads)
+    if build_cores:
+        os.sched_setaffinity(0, build_cores)
     with compile_cache.private_dirs(request) as (_, cache_note):
         attrs: dict[str, Any] = {"compile_cache": cache_note, "threads": threads}
         try:
@@ -79,6 +97,8 @@ def work(request: CellRequest, commands: IO[str], replies: IO[str]) -> None:
                 start = time.perf_counter()
                 runner.sync(runner.call_in_context(prepared))
                 attrs["first_call_s"] = time.perf_counter() - start
+                _to_timed_cores(threads["cores"], list(build_cores))
+                attrs["build_cores"] = list(build_cores) or threads["cores"]
                 _send(replies, {"built": attrs | {"pid": os.getpid()}})
                 with no_gc():
                     _serve(
@@ -95,10 +115,12 @@ def work(request: CellRequest, commands: IO[str], replies: IO[str]) -> None:
 def main() -> None:
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "w")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())  # frameworks' prints go to the log
+    artifact, cores = (sys.argv[2:] + ["", ""])[:2]
     work(
-        CellRequest.from_json(sys.argv[1], artifact=sys.argv[2] if len(sys.argv) > 2 else ""),
+        CellRequest.from_json(sys.argv[1], artifact=artifact),
         sys.stdin,
         replies,
+        [int(core) for core in cores.split(",") if core],
     )
     replies.flush()
     os._exit(0)  # the interpreter's teardown holds nothing (scripts/bench.py says why)
