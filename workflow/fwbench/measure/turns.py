@@ -24,7 +24,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, Any
 
 from fwbench import frameworks
@@ -70,7 +70,7 @@ def _serve(
             return
 
 
-def _to_timed_cores(timed: list[int], build_cores: list[int]) -> None:
+def _to_timed_cores(timed: list[int], build_cores: Sequence[int]) -> None:
     """After a build away from the timed cores: every thread onto them, or an error."""
     if build_cores and sorted(build_cores) != sorted(timed):
         stray = move_to_cores(timed)
@@ -79,7 +79,7 @@ def _to_timed_cores(timed: list[int], build_cores: list[int]) -> None:
 
 
 def work(
-    request: CellRequest, commands: IO[str], replies: IO[str], build_cores: list[int] = ()
+    request: CellRequest, commands: IO[str], replies: IO[str], build_cores: Sequence[int] = ()
 ) -> None:
     """Set up as a cell's process, build the variant (on `build_cores` where given), then
     serve turns on the timed cores inside its framework context with the garbage collector
