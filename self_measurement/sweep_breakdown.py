@@ -117,11 +117,17 @@ def rounds_totals(workdir: Path) -> None:
         setup += float(ds["setup_s"].sum()) if "setup_s" in ds else float("nan")
         rounds += ds.attrs["sets"] * ds.attrs["rounds"] * float(ds.attrs["round_wall_s"])
     print(
-        f"\nrounds files: {len(files)}; workers' start-up {setup:.0f} s (summed over workers, "
-        f"who build side by side), rounds {rounds:.0f} s"
+        f"\nrounds files: {len(files)}; workers' start-up "
+        + (
+            f"{setup:.0f} s (summed over workers, who build side by side)"
+            if setup == setup
+            else "not recorded (files written before setup_s)"
+        )
+        + f", rounds {rounds:.0f} s"
     )
 
 
+# A Snakemake log's time stamp line.
 STAMP = r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]\n"
 
 
@@ -151,7 +157,7 @@ def print_rule_spans(log: Path) -> None:
 
 
 def log_span_s(log: Path) -> float:
-    stamps = re.findall(r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]", log.read_text(), re.M)
+    stamps = re.findall(STAMP, log.read_text(), re.M)
     if len(stamps) < 2:
         raise ValueError(f"{log}: fewer than two timestamps")
     first, last = (dt.datetime.strptime(s, "%a %b %d %H:%M:%S %Y") for s in (stamps[0], stamps[-1]))

@@ -25,6 +25,7 @@ from fwbench.io.dims import STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.rounds_file import read_rounds
 from fwbench.measure import turns
 from fwbench.measure.rounds import Variant, run_rounds
+from fwbench.memory.levels import cpu_list
 
 import fake_adapter
 from plans import plan_of
@@ -178,16 +179,8 @@ def _cores_of_threads(pid: int) -> set[tuple[int, ...]]:
     for status in Path(f"/proc/{pid}/task").glob("*/status"):
         lines = status.read_text().splitlines()
         line = next(text for text in lines if text.startswith("Cpus_allowed_list"))
-        found.add(tuple(sorted(_cpu_list(line.split(":")[1].strip()))))
+        found.add(tuple(sorted(cpu_list(line.split(":")[1].strip()))))
     return found
-
-
-def _cpu_list(text: str) -> list[int]:
-    cpus = []
-    for part in text.split(","):
-        low, _, high = part.partition("-")
-        cpus.extend(range(int(low), int(high or low) + 1))
-    return cpus
 
 
 @pytest.mark.skipif(len(core_slots(1)) < 2, reason="needs two cores in the affinity mask")
