@@ -36,7 +36,7 @@ from fwbench.analysis.comparisons import Estimate, Levels, judge
 from fwbench.analysis.rounds import Block, block_of
 from fwbench.io.cell_file import read_cell_record
 from fwbench.io.comparisons_file import DECIDED, FASTER, SLOWER
-from fwbench.io.rounds_file import read_rounds
+from fwbench.io.rounds_file import rounds_by_system
 
 LEVELS = Levels(confidence=0.95, min_effect_pct=5.0)
 
@@ -113,7 +113,7 @@ def variants(ds, label: str, cells: str | None) -> None:
         print(line)
 
 
-def measure(arch: str, batch: int, sets: int, rounds: int, workdir: str) -> str:
+def measure(arch: str, batch: int, sets: int, rounds: int, workdir: str) -> list[str]:
     sys.path.insert(0, str(Path(__file__).parent))
     from configured import validated_config
 
@@ -127,11 +127,12 @@ def measure(arch: str, batch: int, sets: int, rounds: int, workdir: str) -> str:
         cell = str(Path(workdir) / v["cell"])
         request = CellRequest.from_json(v["request"], artifact=v["artifact"])
         found.append(Variant(request, python_of(read_cell_record(cell).attrs)))
-    output = f"/tmp/rounds-{arch}-b{batch}.nc"
+    outputs = [f"/tmp/rounds-{arch}-b{batch}-set{k}.nc" for k in range(sets)]
     start = time.perf_counter()
-    run_rounds(found, sets, rounds, plan.seed, "/tmp/fwbench-timing.lock", output)
+    for k, output in enumerate(outputs):
+        run_rounds(found, k, rounds, plan.seed, "/tmp/fwbench-timing.lock", output)
     print(f"{arch}/b{batch}: {sets} sets × {rounds} rounds in {time.perf_counter() - start:.0f} s")
-    return output
+    return outputs
 
 
 def main() -> None:
@@ -146,9 +147,8 @@ def main() -> None:
     args = parser.parse_args()
     files = list(args.files)
     if args.measure:  # relative paths in the plan: run from the sweep's directory
-        files.append(measure(args.measure, args.batch, args.sets, args.rounds, args.workdir))
-    for path in files:
-        ds = read_rounds(path)
+        files += measure(args.measure, args.batch, args.sets, args.rounds, args.workdir)
+    for ds in [row for rows in rounds_by_system(files).values() for row in rows]:
         label = f"{ds.attrs['arch']}/b{ds.attrs['batch']}"
         subsets(ds, label)
         halves(ds, label)

@@ -28,7 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from fwbench.io.cell_file import read_cell
-from fwbench.io.rounds_file import read_rounds
+from fwbench.io.rounds_file import rounds_by_system
 from fwbench.io.train_file import read_run
 
 PARTS = (
@@ -108,14 +108,17 @@ def train_totals(workdir: Path) -> dict[str, float]:
 
 
 def rounds_totals(workdir: Path) -> None:
-    files = sorted((workdir / "results/rounds").rglob("b*.nc"))
+    """The rounds' start-up and rounds, and when each row's sets ran."""
+    files = [str(path) for path in sorted((workdir / "results/rounds").rglob("*.nc"))]
     if not files:
         return
     setup = rounds = 0.0
-    for path in files:
-        ds = read_rounds(path)
-        setup += float(ds["setup_s"].sum()) if "setup_s" in ds else float("nan")
-        rounds += ds.attrs["sets"] * ds.attrs["rounds"] * float(ds.attrs["round_wall_s"])
+    for row in [row for rows in rounds_by_system(files).values() for row in rows]:
+        setup += float(row["setup_s"].sum()) if "setup_s" in row else float("nan")
+        rounds += row.sizes["set"] * row.attrs["rounds"] * float(row.attrs["round_wall_s"])
+        if "start_utc" in row:
+            starts = ", ".join(str(t)[11:19] for t in row["start_utc"].values)
+            print(f"{row.attrs['arch']}/b{row.attrs['batch']}: sets started at {starts} UTC")
     print(
         f"\nrounds files: {len(files)}; workers' start-up "
         + (

@@ -101,12 +101,12 @@ def test_processes_beyond_the_first_add_a_suffix_and_nothing_else():
 
 def test_the_bench_order_is_a_seeded_shuffle_of_every_process():
     plan = plan_of({"bench": EVERY_PROCESS}, base=SMOKE)
-    priorities = plan.bench_priorities
-    assert sorted(priorities.values()) == list(range(1, len(plan.cell_files) + 1))
-    assert priorities == plan_of({"bench": EVERY_PROCESS}, base=SMOKE).bench_priorities
+    priorities = {path: p for path, p in plan.priorities.items() if path in set(plan.cell_files)}
+    assert sorted(priorities) == sorted(plan.cell_files)
+    assert priorities.items() <= plan_of({"bench": EVERY_PROCESS}, base=SMOKE).priorities.items()
     by_place = sorted(priorities, key=priorities.get, reverse=True)
     assert by_place != plan.cell_files, "the order is the listing order, not a shuffle"
-    reseeded = plan_of({"bench": EVERY_PROCESS, "seed": 1}, base=SMOKE).bench_priorities
+    reseeded = plan_of({"bench": EVERY_PROCESS, "seed": 1}, base=SMOKE).priorities
     assert reseeded != priorities
     assert plan.ahead_of_bench > max(priorities.values())
 
@@ -114,7 +114,7 @@ def test_the_bench_order_is_a_seeded_shuffle_of_every_process():
 def test_a_job_priority_is_its_place_in_the_order():
     plan = plan_of(base=SMOKE)
     wildcards = dict(plan.cells[3]) | {"batch": str(plan.cells[3]["batch"])}
-    assert plan.bench_priority(wildcards) == plan.bench_priorities[paths.cell_file(plan.cells[3])]
+    assert plan.bench_priority(wildcards) == plan.priorities[paths.cell_file(plan.cells[3])]
 
 
 def test_a_request_holds_every_setting_of_its_cell_and_system():

@@ -22,7 +22,7 @@ from fwbench.analysis.rounds import METHOD, Rounds, block_of
 from fwbench.host.threads import core_slots
 from fwbench.io.comparisons_file import FASTER
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK, CellKey
-from fwbench.io.rounds_file import read_rounds
+from fwbench.io.rounds_file import read_rounds, rounds_by_system
 from fwbench.measure import turns
 from fwbench.measure.rounds import Variant, run_rounds
 from fwbench.memory.levels import cpu_list
@@ -159,16 +159,18 @@ def test_the_rounds_alternate_fresh_workers_and_record_a_failed_variant(tmp_path
     request = plan.cell_request(cell | {"version": plan.version("local", "torch")})
     failing = dataclasses.replace(request, inject_failure=True)
     variants = [Variant(request, sys.executable), Variant(failing, sys.executable)]
-    out = tmp_path / "b2.nc"
-    run_rounds(variants, 2, 3, 0, str(tmp_path / "lock"), str(out))
-    ds = read_rounds(out)
+    outs = [str(tmp_path / f"set{k}.nc") for k in (1, 0)]
+    for k, out in zip((1, 0), outs, strict=True):
+        run_rounds(variants, k, 3, 0, str(tmp_path / "lock"), out)
+    assert read_rounds(outs[0])["set"].values.tolist() == [1]
+    (ds,) = rounds_by_system(outs)["local"]  # one row: its sets joined in one table
     assert ds.sizes == {"variant": 2, "set": 2, "round": 3, "sample": 2}
     assert ds["status"].values.tolist() == [[STATUS_OK] * 2, [STATUS_FAILED] * 2]
     assert "bench.inject_failure" in str(ds["error_message"].values[1, 0])
     assert np.isfinite(ds["latency_s"].values[0]).all()
     assert np.isnan(ds["latency_s"].values[1]).all()
     assert (ds["position"].values[0] == 0).all()  # alone in its rounds
-    assert ds.attrs["sets"] == 2 and ds.attrs["round_wall_s"] > 0
+    assert ds.attrs["round_wall_s"] > 0 and ds["start_utc"].values[0] > ds["start_utc"].values[1]
     setup_s = ds["setup_s"].values
     assert (setup_s[0] > 0).all() and np.isnan(setup_s[1]).all()
 
@@ -208,12 +210,14 @@ def test_a_worker_built_beside_the_timed_core_moves_every_thread_there():
 # --- the plan -------------------------------------------------------------------------------
 
 
-def test_the_plan_has_one_rounds_job_per_architecture_and_rounds_batch():
+def test_the_plan_has_one_rounds_job_per_architecture_rounds_batch_and_set():
     plan = plan_of({"batch_sizes": [1, 32]}, base=DEFAULT)  # the default: the table batch
     assert plan.rounds_files() == [
-        f"results/rounds/local/{arch}/b32.nc" for arch in plan.config["architectures"]
+        f"results/rounds/local/{arch}/b32/set{k}.nc"
+        for k in range(3)
+        for arch in plan.config["architectures"]
     ]
-    wildcards = {"system": "local", "arch": "mlp", "batch": "32"}
+    wildcards = {"system": "local", "arch": "mlp", "batch": "32", "set": "2"}
     variants = plan.rounds_variants(wildcards)
     modes = [(fw, m) for fw in plan.frameworks for m in plan.config["modes"][fw]]
     assert len(variants) == len(modes) == len(plan.rounds_cells(wildcards))
@@ -237,10 +241,39 @@ def test_a_rounds_batch_must_be_swept():
         plan_of({"batch_sizes": [1, 32], "rounds": {"batches": [64]}}, base=DEFAULT)
     plan = plan_of({"batch_sizes": [1, 32], "rounds": {"batches": [32]}}, base=DEFAULT)
     with pytest.raises(ValueError, match="batch 1 is not a rounds batch"):
-        plan.rounds_variants({"system": "local", "arch": "mlp", "batch": "1"})
+        plan.rounds_variants({"system": "local", "arch": "mlp", "batch": "1", "set": "0"})
+    with pytest.raises(ValueError, match=r"set 3 of the rounds: rounds.sets is 3 \(sets 0-2\)"):
+        plan.rounds_variants({"system": "local", "arch": "mlp", "batch": "32", "set": "3"})
     with pytest.raises(ValueError, match=r"rounds.architectures names \['vit'\]"):
         plan_of({"rounds": {"architectures": ["vit"]}}, base=DEFAULT)
     only_mlp = plan_of({"rounds": {"architectures": ["mlp"]}}, base=DEFAULT)
-    assert only_mlp.rounds_files() == ["results/rounds/local/mlp/b32.nc"]
+    assert only_mlp.rounds_files(set_index=0) == ["results/rounds/local/mlp/b32/set0.nc"]
     with pytest.raises(ValueError, match="'cnn' is not measured in rounds"):
-        only_mlp.rounds_variants({"system": "local", "arch": "cnn", "batch": "32"})
+        only_mlp.rounds_variants({"system": "local", "arch": "cnn", "batch": "32", "set": "0"})
+
+
+def test_a_rows_sets_spread_over_the_sweep_after_its_cells():
+    """The rounds' input cells run first; each row's first set right after them, its last
+    at the very end, the one between halfway through the other cells."""
+    plan = plan_of({"batch_sizes": [1, 8, 32, 128]}, base=DEFAULT)
+    place = {path: len(plan.order) - p for path, p in plan.priorities.items()}  # 0 = first
+    assert sorted(place.values()) == list(range(len(plan.order)))
+    inputs = set(plan.rounds_inputs())
+    assert {path for path in plan.order[: len(inputs)]} == inputs
+    cells = len(plan.cell_files)
+    rows = len(plan.config["architectures"])
+    for k, expected in enumerate([len(inputs), len(inputs) + rows + (cells - len(inputs)) // 2]):
+        assert sorted(place[f] for f in plan.rounds_files(set_index=k)) == list(
+            range(expected, expected + rows)
+        )
+    assert plan.order[-rows:] == plan.rounds_files(set_index=2)
+    assert plan.ahead_of_bench > len(plan.order)
+    wildcards = {"system": "local", "arch": "cnn", "batch": "32", "set": "2"}
+    assert (
+        plan.rounds_priority(wildcards)
+        == plan.priorities["results/rounds/local/cnn/b32/set2.nc"]
+        == rows - 1
+    )
+    # the other cells keep their seeded shuffle
+    rest = [path for path in plan.order if path not in inputs and "/rounds/" not in path]
+    assert rest != sorted(rest, key=plan.cell_files.index)

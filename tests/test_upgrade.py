@@ -64,7 +64,8 @@ def test_upgrading_torch_reruns_only_torch_cells_and_keeps_the_old_ones(smoke_co
     assert plan.get("checks") == 1 and "hardware" not in plan
     assert plan.get("aggregate_bench") == 1
     # the rounds of every row torch's comparisons sit in (the smoke sweep's: mlp at batch 8)
-    assert plan.get("rounds") == len(config["rounds"]["architectures"])
+    rows = len(config["rounds"]["architectures"])
+    assert plan.get("rounds") == rows * config["rounds"]["sets"]
 
     cells = workdir / "results/cells/local"  # the default config's one system
     old_torch = sorted((cells / "torch").rglob("*.nc"))
@@ -86,8 +87,10 @@ def test_upgrading_torch_reruns_only_torch_cells_and_keeps_the_old_ones(smoke_co
     assert set(table["verdict"]) <= set(VERDICTS)
     assert (table["ratio"] > 0).all()
     assert "## local/torch" in (workdir / "results/compare/summary.md").read_text()
-    rounds = read_rounds(workdir / "results/rounds/local/mlp/b8.nc")
-    assert set(rounds["version"].sel(variant=rounds["framework"] == "torch").values) == {NEW_TORCH}
+    for k in range(config["rounds"]["sets"]):
+        rounds = read_rounds(workdir / f"results/rounds/local/mlp/b8/set{k}.nc")
+        torch = rounds["version"].sel(variant=rounds["framework"] == "torch").values
+        assert set(torch) == {NEW_TORCH}
 
 
 def test_a_dimension_edit_reruns_only_that_architectures_cells(smoke_copy):

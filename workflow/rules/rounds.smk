@@ -1,9 +1,11 @@
 # The rounds: at each rounds batch, every variant of an architecture measured in alternation
-# (fwbench.measure.rounds), in sets of fresh worker processes, each started with the Python its
-# cell ran with (its framework's env under --sdm conda). A timing job: it holds the timing slot
-# and lock throughout. Its inputs are the variants' process-0 cells (their compile caches warm
-# the workers): an upgraded framework's new cells rerun it, and nothing else does. A shell job
-# for the reason the bench rule is one (workarounds.smk).
+# (fwbench.measure.rounds) by a set of fresh worker processes, each started with the Python its
+# cell ran with (its framework's env under --sdm conda); one job per set, the sets of a row
+# spread over the sweep by their priorities (fwbench.plan.sweep.Plan.order). A timing job: it
+# holds the timing slot and lock throughout. Its inputs are the variants' process-0 cells
+# (their compile caches warm the workers): an upgraded framework's new cells rerun the row's
+# sets, and nothing else does. A shell job for the reason the bench rule is one
+# (workarounds.smk).
 
 
 rule rounds:
@@ -13,6 +15,7 @@ rule rounds:
         paths.ROUNDS,
     log:
         paths.ROUNDS_LOG,
+    priority: rounds_priority
     conda:
         conda_env("analysis")
     threads: SYSTEM_THREADS
@@ -21,7 +24,6 @@ rule rounds:
         timing_slot=1,
     params:
         variants=rounds_variants,
-        sets=config["rounds"]["sets"],
         rounds=config["rounds"]["rounds"],
         seed=config["seed"],
     shell:

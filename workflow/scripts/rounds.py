@@ -1,6 +1,6 @@
 """The `rounds` job (fwbench.measure.rounds), run by the rule's shell command.
 
-    rounds.py --variants JSON --sets S --rounds R --seed N --lock PATH --log PATH OUTPUT
+    rounds.py --variants JSON --set K --rounds R --seed N --lock PATH --log PATH OUTPUT
 
 --variants is the plan's list (fwbench.plan.rounds.RoundsPlan.rounds_variants): per variant
 its cell's request, its artifact manifest and its process-0 cell file (whose `python` starts
@@ -18,7 +18,7 @@ from fwbench.plan.request import CellRequest
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--variants", required=True, help="the plan's variants as JSON")
-parser.add_argument("--sets", type=int, required=True)
+parser.add_argument("--set", type=int, required=True, help="which set of the row's rounds")
 parser.add_argument("--rounds", type=int, required=True)
 parser.add_argument("--seed", type=int, required=True)
 parser.add_argument("--lock", required=True, help="the host's timing lock file")
@@ -33,6 +33,6 @@ with job_log(args.log):
         )
         for v in json.loads(args.variants)
     ]
-    run_rounds(variants, args.sets, args.rounds, args.seed, args.lock, args.output)
+    run_rounds(variants, args.set, args.rounds, args.seed, args.lock, args.output)
 flush_all()
 os._exit(0)

@@ -1,8 +1,10 @@
-"""The rounds file: results/rounds/<system>/<arch>/b<batch>.nc, the paired samples of every
-variant of one (architecture, batch) measured in alternation (fwbench.measure.rounds).
+"""The rounds file: results/rounds/<system>/<arch>/b<batch>/set<k>.nc, the paired samples of
+every variant of one (architecture, batch) measured in alternation by one set of fresh worker
+processes (fwbench.measure.rounds); a row's sets are read as one table (rounds_by_system).
 
 Dimensions: `variant` (framework/mode; coords `framework`, `mode`, `version`), `set` (a set of
-fresh worker processes, one per variant), `round` (each variant takes one turn per round, in an
+fresh worker processes, one per variant; coordinate: the set's index; one per file since
+schema 2, all of a row's in a schema-1 file), `round` (each variant takes one turn per round, in an
 order shuffled every round), `sample` (a turn's samples, back to back: `after_switch` right
 after another variant ran, then `warm`).
 
@@ -10,22 +12,25 @@ Variables: `latency_s` (variant, set, round, sample: seconds per call), `positio
 set, round: its place in the round's order), `calls_per_sample` (variant, set), `setup_s`
 (variant, set: from the worker's start to the end of its warm-up, nothing timed; NaN in a file
 written before it was recorded, or where the worker failed), `status` and
-`error_message` (variant, set: "ok", or "failed" with the worker's error). Attributes: system,
-arch, batch, sets, rounds, seed, round_wall_s (the median round's wall time at the coordinator),
+`error_message` (variant, set: "ok", or "failed" with the worker's error), `start_utc` (set:
+when the set took the timing lock; schema 2). Attributes: system,
+arch, batch, rounds, seed, round_wall_s (the median round's wall time at the coordinator),
 schema_version. The cells own the absolute medians; this file owns the ratios at its batch
 (fwbench.analysis.rounds).
 """
 
 from __future__ import annotations
 
+import math
 import os
 
+import numpy as np
 import xarray as xr
 
 from fwbench.io.atomic import write_netcdf
 from fwbench.io.common import read_versioned_netcdf, with_schema_version
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: one set per file, `set` a coordinate
 WHAT = "rounds file"
 RERUN = "the rounds rule (snakemake --forcerun rounds)"
 AFTER_SWITCH, WARM = "after_switch", "warm"
@@ -41,13 +46,28 @@ def write_rounds(ds: xr.Dataset, path: str | os.PathLike) -> None:
 
 
 def read_rounds(path: str | os.PathLike) -> xr.Dataset:
-    return read_versioned_netcdf(path, (SCHEMA_VERSION,), WHAT, None, RERUN)
+    return read_versioned_netcdf(path, (1, SCHEMA_VERSION), WHAT, None, RERUN)
+
+
+def joined_sets(sets: list[xr.Dataset]) -> xr.Dataset:
+    """One row's sets as one table along `set`, in the sets' order; round_wall_s their median."""
+    ds = xr.concat(sets, dim="set", combine_attrs="drop_conflicts")
+    if "set" in ds.coords:
+        ds = ds.sortby("set")
+    walls = [s.attrs.get("round_wall_s", math.nan) for s in sets]
+    ds.attrs["round_wall_s"] = float(np.nanmedian(walls)) if np.isfinite(walls).any() else math.nan
+    return ds
 
 
 def rounds_by_system(paths: list[str]) -> dict[str, list[xr.Dataset]]:
-    """Rounds files grouped by the system they were measured on."""
-    found: dict[str, list[xr.Dataset]] = {}
+    """Rounds files grouped by the system they were measured on, each row's (architecture,
+    batch) sets joined into one table."""
+    rows: dict[tuple[str, str, int], list[xr.Dataset]] = {}
     for path in paths:
         ds = read_rounds(path)
-        found.setdefault(str(ds.attrs["system"]), []).append(ds)
+        key = (str(ds.attrs["system"]), str(ds.attrs["arch"]), int(ds.attrs["batch"]))
+        rows.setdefault(key, []).append(ds)
+    found: dict[str, list[xr.Dataset]] = {}
+    for (system, _, _), sets in rows.items():
+        found.setdefault(system, []).append(joined_sets(sets))
     return found

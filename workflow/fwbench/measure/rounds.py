@@ -3,17 +3,18 @@ ratio between two variants comes from samples taken moments apart and the machin
 (this VM's last-level cache changes speed for seconds at a time: self_measurement/
 drift_timescale.py) cancels from it.
 
-One job holds the host's timing lock throughout. In each of `sets` sets it starts one worker
-process per variant (fwbench.measure.turns: its own framework alone, with the Python its cell
-ran with, so its conda env under `--sdm conda`; built as a cell's later process, from the
-cell's warm compile cache), side by side on the host's core groups while nothing is timed;
-asks each in turn for its warm-up on the timed cores; then runs `rounds`
-rounds, each variant taking one turn per round in an order shuffled every round (seeded), the
-others blocked on their pipes. A turn is two samples back to back: `after_switch` (right
-after another variant: the cost of a turn is its ratio to the next) and `warm`, the one the
-ratios use. Fresh sets keep the variation between processes (layout, allocator, compile) in
-the ratios' CIs (fwbench.analysis.rounds). A variant whose worker fails is recorded with its
-error; the others go on.
+A job measures one set and holds the host's timing lock throughout; the plan spreads a row's
+sets over the sweep (fwbench.plan.sweep.Plan.order). It starts one worker process per variant
+(fwbench.measure.turns: its own framework alone, with the Python its cell ran with, so its
+conda env under `--sdm conda`; built as a cell's later process, from the cell's warm compile
+cache), side by side on the host's core groups while nothing is timed; asks each in turn for
+its warm-up on the timed cores; then runs `rounds` rounds, each variant taking one turn per
+round in an order shuffled every round (seeded per set), the others blocked on their pipes. A
+turn is two samples back to back: `after_switch` (right after another variant: the cost of a
+turn is its ratio to the next) and `warm`, the one the ratios use. Fresh sets at different
+times of the sweep keep the variation between processes (layout, allocator, compile) and
+between the sweep's moments in the ratios' CIs (fwbench.analysis.rounds). A variant whose
+worker fails is recorded with its error; the others go on.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -107,14 +109,14 @@ class Worker:
 
 @dataclass
 class Record:
-    """What the rounds measured, filled set by set."""
+    """What one set of the rounds measured (arrays variant × set, the one set)."""
 
     variants: list[Variant]
-    sets: int
+    set_index: int
     rounds: int
 
     def __post_init__(self) -> None:
-        shape = (len(self.variants), self.sets)
+        shape = (len(self.variants), 1)
         self.latency_s = np.full(shape + (self.rounds, len(SAMPLES)), np.nan)
         self.position = np.full(shape + (self.rounds,), -1, dtype=np.int16)
         self.calls = np.zeros(shape, dtype=np.int64)
@@ -122,11 +124,15 @@ class Record:
         self.error = np.full(shape, "", dtype=object)
         self.setup_s = np.full(shape, np.nan)
         self.round_wall_s: list[float] = []
+        self.start_utc = ""
 
     def fail(self, v: int, s: int, error: Exception) -> None:
         self.status[v, s] = STATUS_FAILED
         self.error[v, s] = str(error)
-        print(f"fwbench rounds: {self.variants[v].name}, set {s}: {error}", file=sys.stderr)
+        print(
+            f"fwbench rounds: {self.variants[v].name}, set {self.set_index}: {error}",
+            file=sys.stderr,
+        )
 
 
 def _built(record: Record, s: int) -> dict[int, Worker]:
@@ -141,7 +147,7 @@ def _built(record: Record, s: int) -> dict[int, Worker]:
         while waiting and free:
             v, variant = waiting.pop(0)
             cores = free.pop(0)
-            building[v] = (Worker(variant, s, cores), time.perf_counter(), cores)
+            building[v] = (Worker(variant, record.set_index, cores), time.perf_counter(), cores)
         streams = {worker.process.stdout: v for v, (worker, _, _) in building.items()}
         timeout_s = max(worker.timeout_s for worker, _, _ in building.values())
         ready, _, _ = select.select(list(streams), [], [], timeout_s)
@@ -174,7 +180,7 @@ def _start(record: Record, s: int) -> dict[int, Worker]:
             continue
         record.setup_s[v, s] += time.perf_counter() - start
     print(
-        f"fwbench rounds: set {s}: {len(workers)} workers built and warmed in "
+        f"fwbench rounds: set {record.set_index}: {len(workers)} workers built and warmed in "
         f"{time.perf_counter() - start_set:.1f} s",
         file=sys.stderr,
     )
@@ -208,6 +214,7 @@ def _dataset(record: Record, seed: int) -> xr.Dataset:
         "mode": ("variant", [v.request.mode for v in record.variants]),
         "version": ("variant", [next(iter(v.request.versions.values())) for v in record.variants]),
         "sample": list(SAMPLES),
+        "set": [record.set_index],
     }
     dims3 = ("variant", "set", "round")
     return xr.Dataset(
@@ -218,13 +225,13 @@ def _dataset(record: Record, seed: int) -> xr.Dataset:
             "setup_s": (("variant", "set"), record.setup_s),
             "status": (("variant", "set"), record.status.astype(str)),
             "error_message": (("variant", "set"), record.error.astype(str)),
+            "start_utc": (("set",), [record.start_utc]),
         },
         coords=coords,
         attrs={
             "system": first.system,
             "arch": first.arch,
             "batch": first.batch,
-            "sets": record.sets,
             "rounds": record.rounds,
             "seed": seed,
             "threads": first.threads,
@@ -236,17 +243,17 @@ def _dataset(record: Record, seed: int) -> xr.Dataset:
 
 
 def run_rounds(
-    variants: list[Variant], sets: int, rounds: int, seed: int, lock: str, output: str
+    variants: list[Variant], set_index: int, rounds: int, seed: int, lock: str, output: str
 ) -> xr.Dataset:
-    """Measure the variants in `sets` sets of `rounds` rounds and write the rounds file."""
+    """Measure the variants' set `set_index` of `rounds` rounds and write its rounds file."""
     if not variants:
         raise ValueError("the rounds need at least one variant")
-    record = Record(variants, sets, rounds)
+    record = Record(variants, set_index, rounds)
     first = variants[0].request
-    rng = seeded_rng(seed, f"rounds/{first.system}/{first.arch}/b{first.batch}")
+    rng = seeded_rng(seed, f"rounds/{first.system}/{first.arch}/b{first.batch}/set{set_index}")
     with timing_lock(lock):
-        for s in range(sets):
-            _run_set(record, s, rng)
+        record.start_utc = datetime.now(UTC).isoformat()
+        _run_set(record, 0, rng)
     ds = _dataset(record, seed)
     write_rounds(ds, output)
     return ds

@@ -20,9 +20,11 @@ COMPILE_CACHE = "results/compile_cache/{system}/{framework}/{version}/{mode}/{ar
 ARTIFACT = "results/artifacts/{system}/{framework}/{version}/{mode}/{arch}"
 ARTIFACT_LOG = "results/logs/export/{system}/{framework}/{version}/{mode}/{arch}"
 CELL_LOG = "results/logs/bench/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
-# The rounds of one (arch, batch): every variant measured in alternation (fwbench.measure.rounds).
-ROUNDS = "results/rounds/{system}/{arch}/b{batch}.nc"
-ROUNDS_LOG = "results/logs/rounds/{system}/{arch}/b{batch}.log"
+# One set of the rounds of one (arch, batch): every variant measured in alternation by fresh
+# processes (fwbench.measure.rounds); the sets of a row are jobs of their own, spread over the
+# sweep (fwbench.plan.sweep.Plan.order).
+ROUNDS = "results/rounds/{system}/{arch}/b{batch}/set{set}.nc"
+ROUNDS_LOG = "results/logs/rounds/{system}/{arch}/b{batch}/set{set}.log"
 CHECKS = "results/checks/{system}/{framework}/{version}/{name}.csv"
 TRAIN_RUN = "results/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}.nc"
 TABLE = "results/summary/{system}/tables/{stem}.md"

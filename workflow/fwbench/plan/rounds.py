@@ -1,5 +1,7 @@
-"""The rounds jobs of a plan: one per system × architecture × rounds batch (config `rounds`),
-measuring every configured variant of that row in alternation (fwbench.measure.rounds).
+"""The rounds jobs of a plan: one per system × architecture × rounds batch (config `rounds`) ×
+set, each measuring every configured variant of that row in alternation in fresh processes
+(fwbench.measure.rounds); the plan's order spreads a row's sets over the sweep
+(fwbench.plan.sweep.Plan.order).
 Each variant's worker is built from its cell's own request (Plan.cell_request), so the rounds
 rerun exactly when a variant's cell does, an upgrade of one framework included
 (fwbench.plan.sweep.Plan inherits these)."""
@@ -36,13 +38,30 @@ class RoundsPlan:
         archs = self.config["rounds"]["architectures"]
         return list(self.config["architectures"]) if archs == ALL else list(archs)
 
-    def rounds_files(self, system: str | None = None) -> list[str]:
+    @property
+    def rounds_sets(self) -> int:
+        return int(self.config["rounds"]["sets"])
+
+    def rounds_files(self, system: str | None = None, set_index: int | None = None) -> list[str]:
+        """Every set's rounds file (of one system, of one set where named)."""
         return [
-            paths.ROUNDS.format(system=s, arch=arch, batch=batch)
+            paths.ROUNDS.format(system=s, arch=arch, batch=batch, set=k)
+            for k in range(self.rounds_sets)
+            if set_index in (None, k)
             for s in self.systems
             if system in (None, s)
             for arch in self.rounds_architectures
             for batch in self.rounds_batches
+        ]
+
+    def rounds_inputs(self) -> list[str]:
+        """Every rounds row's input cells (each variant's process-0 cell)."""
+        return [
+            cell
+            for s in self.systems
+            for arch in self.rounds_architectures
+            for batch in self.rounds_batches
+            for cell in self.rounds_cells(dict(system=s, arch=arch, batch=batch))
         ]
 
     def _variant_wildcards(self, wildcards: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -67,7 +86,13 @@ class RoundsPlan:
 
     def rounds_variants(self, wildcards: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Per variant: its cell's request (JSON), its artifact manifest ('' but for export
-        modes) and its cell file; refuses a batch that is no rounds batch."""
+        modes) and its cell file; refuses a batch that is no rounds batch, a set beyond
+        rounds.sets."""
+        if int(wildcards["set"]) >= self.rounds_sets:
+            raise ValueError(
+                f"set {wildcards['set']} of the rounds: rounds.sets is {self.rounds_sets} "
+                f"(sets 0-{self.rounds_sets - 1})"
+            )
         if int(wildcards["batch"]) not in self.rounds_batches:
             raise ValueError(
                 f"batch {wildcards['batch']} is not a rounds batch (rounds.batches: "

@@ -90,22 +90,45 @@ class Plan(ExportPlan, RoundsPlan):
         return [c["system"] for c in self.cells for _ in self.cell_processes(c)]
 
     @cached_property
-    def bench_priorities(self) -> dict[str, int]:
-        """Every cell's processes in one seeded shuffled order, as job priorities (the
-        scheduler starts the ready timing job of highest priority), so drift over the sweep is
-        not confounded with the framework or the mode."""
-        order = seeded_shuffle(self.cell_files, self.seed, "bench order")
-        return {path: len(order) - place for place, path in enumerate(order)}
+    def order(self) -> list[str]:
+        """Every timing job's output (cells, rounds sets) in the order the sweep runs them:
+        the cells in one seeded shuffled order, so drift over the sweep is not confounded with
+        the framework or the mode, except that the rounds' input cells come first; then the
+        first set of every rounds row, and the rounds' later sets spread evenly over the other
+        cells, the last at the end, so the spread between a row's sets samples the sweep's
+        hours, not its minutes (two sweeps' ratios differed by more than sets minutes apart:
+        docs/architecture.md)."""
+        shuffled = seeded_shuffle(self.cell_files, self.seed, "bench order")
+        inputs = set(self.rounds_inputs())
+        rest = [path for path in shuffled if path not in inputs]
+        sets = [self.rounds_files(set_index=k) for k in range(self.rounds_sets)]
+        order = [path for path in shuffled if path in inputs] + (sets[0] if sets else [])
+        if len(sets) <= 1:
+            return order + rest
+        gaps = len(sets) - 1
+        for k, later in enumerate(sets[1:]):
+            order += rest[len(rest) * k // gaps : len(rest) * (k + 1) // gaps] + later
+        return order
+
+    @cached_property
+    def priorities(self) -> dict[str, int]:
+        """Each timing job's place in `order` as its priority (the scheduler starts the ready
+        timing job of highest priority)."""
+        return {path: len(self.order) - place for place, path in enumerate(self.order)}
 
     @property
     def ahead_of_bench(self) -> int:
         """The priority of the hardware and checks jobs: before every cell, so a failure there
         (no C compiler, a wrong output) shows in the first minutes, not the last."""
-        return len(self.cell_files) + 1
+        return len(self.order) + 1
 
     def bench_priority(self, wildcards: Mapping[str, Any]) -> int:
         cell = {key: wildcards[key] for key in CELL_KEYS}
-        return self.bench_priorities.get(paths.cell_file(cell, _process(wildcards)), 0)
+        return self.priorities.get(paths.cell_file(cell, _process(wildcards)), 0)
+
+    def rounds_priority(self, wildcards: Mapping[str, Any]) -> int:
+        row = {key: wildcards[key] for key in ("system", "arch", "batch", "set")}
+        return self.priorities.get(paths.ROUNDS.format(**row), 0)
 
     def hardware_files(self) -> list[str]:
         return [paths.HARDWARE.format(system=name) for name in self.systems]
@@ -246,6 +269,7 @@ class Plan(ExportPlan, RoundsPlan):
             "arch": _alternatives(self.config["architectures"]),
             "batch": _alternatives(self.config["batch_sizes"]),
             "process": r"[1-9][0-9]*",
+            "set": r"[0-9]+",
             "version": _alternatives(sorted(versions)),
         }
 
