@@ -36,7 +36,7 @@ from fwbench.analysis.comparisons import Estimate, Levels, judge
 from fwbench.analysis.rounds import Block, block_of
 from fwbench.io.cell_file import read_cell_record
 from fwbench.io.comparisons_file import DECIDED, FASTER, SLOWER
-from fwbench.io.rounds_file import rounds_by_system
+from fwbench.io.rounds_file import joined_rows
 
 LEVELS = Levels(confidence=0.95, min_effect_pct=5.0)
 
@@ -148,7 +148,7 @@ def main() -> None:
     files = list(args.files)
     if args.measure:  # relative paths in the plan: run from the sweep's directory
         files += measure(args.measure, args.batch, args.sets, args.rounds, args.workdir)
-    for ds in [row for rows in rounds_by_system(files).values() for row in rows]:
+    for ds in joined_rows(files):
         label = f"{ds.attrs['arch']}/b{ds.attrs['batch']}"
         subsets(ds, label)
         halves(ds, label)

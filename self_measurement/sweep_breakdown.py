@@ -28,7 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from fwbench.io.cell_file import read_cell
-from fwbench.io.rounds_file import rounds_by_system
+from fwbench.io.rounds_file import joined_rows
 from fwbench.io.train_file import read_run
 
 PARTS = (
@@ -113,7 +113,7 @@ def rounds_totals(workdir: Path) -> None:
     if not files:
         return
     setup = rounds = 0.0
-    for row in [row for rows in rounds_by_system(files).values() for row in rows]:
+    for row in joined_rows(files):
         setup += float(row["setup_s"].sum()) if "setup_s" in row else float("nan")
         rounds += row.sizes["set"] * row.attrs["rounds"] * float(row.attrs["round_wall_s"])
         if "start_utc" in row:

@@ -59,15 +59,19 @@ def joined_sets(sets: list[xr.Dataset]) -> xr.Dataset:
     return ds
 
 
-def rounds_by_system(paths: list[str]) -> dict[str, list[xr.Dataset]]:
-    """Rounds files grouped by the system they were measured on, each row's (architecture,
-    batch) sets joined into one table."""
+def joined_rows(paths: list[str]) -> list[xr.Dataset]:
+    """Every row's (system, architecture, batch) sets, each row joined into one table."""
     rows: dict[tuple[str, str, int], list[xr.Dataset]] = {}
     for path in paths:
         ds = read_rounds(path)
         key = (str(ds.attrs["system"]), str(ds.attrs["arch"]), int(ds.attrs["batch"]))
         rows.setdefault(key, []).append(ds)
+    return [joined_sets(sets) for sets in rows.values()]
+
+
+def rounds_by_system(paths: list[str]) -> dict[str, list[xr.Dataset]]:
+    """The rows of joined_rows grouped by the system they were measured on."""
     found: dict[str, list[xr.Dataset]] = {}
-    for (system, _, _), sets in rows.items():
-        found.setdefault(system, []).append(joined_sets(sets))
+    for row in joined_rows(paths):
+        found.setdefault(str(row.attrs["system"]), []).append(row)
     return found

@@ -109,14 +109,14 @@ class Worker:
 
 @dataclass
 class Record:
-    """What one set of the rounds measured (arrays variant × set, the one set)."""
+    """What one set of the rounds measured, per variant."""
 
     variants: list[Variant]
     set_index: int
     rounds: int
 
     def __post_init__(self) -> None:
-        shape = (len(self.variants), 1)
+        shape = (len(self.variants),)
         self.latency_s = np.full(shape + (self.rounds, len(SAMPLES)), np.nan)
         self.position = np.full(shape + (self.rounds,), -1, dtype=np.int16)
         self.calls = np.zeros(shape, dtype=np.int64)
@@ -126,16 +126,16 @@ class Record:
         self.round_wall_s: list[float] = []
         self.start_utc = ""
 
-    def fail(self, v: int, s: int, error: Exception) -> None:
-        self.status[v, s] = STATUS_FAILED
-        self.error[v, s] = str(error)
+    def fail(self, v: int, error: Exception) -> None:
+        self.status[v] = STATUS_FAILED
+        self.error[v] = str(error)
         print(
             f"fwbench rounds: {self.variants[v].name}, set {self.set_index}: {error}",
             file=sys.stderr,
         )
 
 
-def _built(record: Record, s: int) -> dict[int, Worker]:
+def _built(record: Record) -> dict[int, Worker]:
     """The set's workers, built side by side, one on each of the host's core groups (nothing
     is timed meanwhile: the cost of a set is mostly its workers' start-up); each moves to the
     timed cores once built (fwbench.measure.turns)."""
@@ -160,25 +160,25 @@ def _built(record: Record, s: int) -> dict[int, Worker]:
                     raise WorkerFailed(f"no answer within bench.timeout_s={timeout_s} s")
                 worker.read()  # {"built": ...} or the worker's {"failed": ...}
                 built[v] = worker
-                record.setup_s[v, s] = time.perf_counter() - start
+                record.setup_s[v] = time.perf_counter() - start
             except WorkerFailed as error:
-                record.fail(v, s, error)
+                record.fail(v, error)
     return dict(sorted(built.items()))
 
 
-def _start(record: Record, s: int) -> dict[int, Worker]:
+def _start(record: Record) -> dict[int, Worker]:
     """The set's workers, built and then warmed one after the other on the timed cores."""
     workers = {}
     start_set = time.perf_counter()
-    for v, worker in _built(record, s).items():
+    for v, worker in _built(record).items():
         start = time.perf_counter()
         try:
-            record.calls[v, s] = worker.ask({"warm": True})["calls"]
+            record.calls[v] = worker.ask({"warm": True})["calls"]
             workers[v] = worker
         except WorkerFailed as error:
-            record.fail(v, s, error)
+            record.fail(v, error)
             continue
-        record.setup_s[v, s] += time.perf_counter() - start
+        record.setup_s[v] += time.perf_counter() - start
     print(
         f"fwbench rounds: set {record.set_index}: {len(workers)} workers built and warmed in "
         f"{time.perf_counter() - start_set:.1f} s",
@@ -187,19 +187,19 @@ def _start(record: Record, s: int) -> dict[int, Worker]:
     return workers
 
 
-def _run_set(record: Record, s: int, rng: np.random.Generator) -> None:
-    workers = _start(record, s)
+def _run_set(record: Record, rng: np.random.Generator) -> None:
+    workers = _start(record)
     for r in range(record.rounds):
         start = time.perf_counter()
         for place, v in enumerate(rng.permutation(sorted(workers))):
             try:
                 ns = workers[v].ask({"turn": len(SAMPLES)})["ns"]
             except WorkerFailed as error:
-                record.fail(v, s, error)
+                record.fail(v, error)
                 del workers[v]
                 continue
-            record.latency_s[v, s, r] = np.asarray(ns) * 1e-9 / record.calls[v, s]
-            record.position[v, s, r] = place
+            record.latency_s[v, r] = np.asarray(ns) * 1e-9 / record.calls[v]
+            record.position[v, r] = place
         record.round_wall_s.append(time.perf_counter() - start)
     for worker in workers.values():
         worker.close()
@@ -217,14 +217,15 @@ def _dataset(record: Record, seed: int) -> xr.Dataset:
         "set": [record.set_index],
     }
     dims3 = ("variant", "set", "round")
+    one_set = ("variant", "set")  # the file's one set: each array gains that axis
     return xr.Dataset(
         {
-            "latency_s": (dims3 + ("sample",), record.latency_s),
-            "position": (dims3, record.position),
-            "calls_per_sample": (("variant", "set"), record.calls),
-            "setup_s": (("variant", "set"), record.setup_s),
-            "status": (("variant", "set"), record.status.astype(str)),
-            "error_message": (("variant", "set"), record.error.astype(str)),
+            "latency_s": (dims3 + ("sample",), record.latency_s[:, None]),
+            "position": (dims3, record.position[:, None]),
+            "calls_per_sample": (one_set, record.calls[:, None]),
+            "setup_s": (one_set, record.setup_s[:, None]),
+            "status": (one_set, record.status.astype(str)[:, None]),
+            "error_message": (one_set, record.error.astype(str)[:, None]),
             "start_utc": (("set",), [record.start_utc]),
         },
         coords=coords,
@@ -253,7 +254,7 @@ def run_rounds(
     rng = seeded_rng(seed, f"rounds/{first.system}/{first.arch}/b{first.batch}/set{set_index}")
     with timing_lock(lock):
         record.start_utc = datetime.now(UTC).isoformat()
-        _run_set(record, 0, rng)
+        _run_set(record, rng)
     ds = _dataset(record, seed)
     write_rounds(ds, output)
     return ds

@@ -45,24 +45,25 @@ class RoundsPlan:
     def rounds_files(self, system: str | None = None, set_index: int | None = None) -> list[str]:
         """Every set's rounds file (of one system, of one set where named)."""
         return [
-            paths.ROUNDS.format(system=s, arch=arch, batch=batch, set=k)
+            paths.ROUNDS.format(**row, set=k)
             for k in range(self.rounds_sets)
             if set_index in (None, k)
+            for row in self._rounds_rows()
+            if system in (None, row["system"])
+        ]
+
+    def _rounds_rows(self) -> list[dict[str, Any]]:
+        """Every (system, arch, batch) the rounds measure."""
+        return [
+            dict(system=s, arch=arch, batch=batch)
             for s in self.systems
-            if system in (None, s)
             for arch in self.rounds_architectures
             for batch in self.rounds_batches
         ]
 
     def rounds_inputs(self) -> list[str]:
         """Every rounds row's input cells (each variant's process-0 cell)."""
-        return [
-            cell
-            for s in self.systems
-            for arch in self.rounds_architectures
-            for batch in self.rounds_batches
-            for cell in self.rounds_cells(dict(system=s, arch=arch, batch=batch))
-        ]
+        return [cell for row in self._rounds_rows() for cell in self.rounds_cells(row)]
 
     def _variant_wildcards(self, wildcards: Mapping[str, Any]) -> list[dict[str, Any]]:
         system = wildcards["system"]

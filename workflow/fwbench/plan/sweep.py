@@ -102,10 +102,8 @@ class Plan(ExportPlan, RoundsPlan):
         inputs = set(self.rounds_inputs())
         rest = [path for path in shuffled if path not in inputs]
         sets = [self.rounds_files(set_index=k) for k in range(self.rounds_sets)]
-        order = [path for path in shuffled if path in inputs] + (sets[0] if sets else [])
-        if len(sets) <= 1:
-            return order + rest
-        gaps = len(sets) - 1
+        order = [path for path in shuffled if path in inputs] + sets[0]
+        gaps = len(sets) - 1  # rounds.sets is at least 2 (the schema)
         for k, later in enumerate(sets[1:]):
             order += rest[len(rest) * k // gaps : len(rest) * (k + 1) // gaps] + later
         return order
