@@ -66,7 +66,7 @@ def set_threads(threads):
     return {"fake_threads": threads}
 
 
-def build(spec, weights, mode, device, options=None, artifact=None):
+def build(spec, weights, mode, device, options=None, artifact=None, precision="float32"):
     if FAIL_IN_BUILD is not None:
         raise FAIL_IN_BUILD
     time.sleep(BUILD_DELAY_S)

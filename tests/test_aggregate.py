@@ -72,11 +72,12 @@ def test_each_cell_lands_at_its_coordinates(tmp_path):
         write(tmp_path, make_cell("jax", "jit", arch="lstm", batch=8, latency_s=[5.0, 6.0])),
     ]
     ds = aggregate_cells(paths)
-    dims = ("system", "framework", "mode", "arch", "batch", "process", "repeat")
+    dims = ("system", "framework", "mode", "arch", "precision", "batch", "process", "repeat")
     assert ds["latency_s"].dims == dims
     assert ds["process"].values.tolist() == [0]  # a one-process sweep
     assert ds["system"].values.tolist() == ["local"]  # cells that name no system
-    ds = ds.sel(system="local", process=0)
+    assert ds["precision"].values.tolist() == ["float32"]  # cells that name none
+    ds = ds.sel(system="local", process=0, precision="float32")
     assert ds["framework"].values.tolist() == ["torch", "jax"]
     assert ds["mode"].values.tolist() == ["eager", "jit"]
     assert ds["arch"].values.tolist() == ["mlp", "lstm"]
@@ -115,12 +116,27 @@ def test_a_failed_cell_stays_failed_with_its_message(tmp_path):
     assert np.isnan(cell["latency_s"].values).all()
 
 
+def test_each_precision_of_a_cell_lands_beside_the_other(tmp_path):
+    bf16 = make_cell("torch", "eager", latency_s=[1.0, 2.0])
+    bf16.precision = "bfloat16"
+    paths = [
+        write(tmp_path, make_cell("torch", "eager", latency_s=[3.0, 4.0])),
+        write(tmp_path, bf16, "bf16.nc"),
+    ]
+    ds = aggregate_cells(paths).sel(system="local", process=0)
+    assert ds["precision"].values.tolist() == ["float32", "bfloat16"]
+    cell = ds["latency_s"].sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    assert cell.sel(precision="bfloat16").values.tolist() == [1.0, 2.0]
+    assert cell.sel(precision="float32").values.tolist() == [3.0, 4.0]
+    assert read_cell_record(paths[1]).key == CellKey("torch", "eager", "mlp", 1, "bfloat16")
+
+
 def test_shorter_cells_are_padded_with_nan(tmp_path):
     paths = [
         write(tmp_path, make_cell("torch", "eager", latency_s=[1.0, 2.0, 3.0, 4.0])),
         write(tmp_path, make_cell("torch", "compiled", latency_s=[1.0, 2.0])),
     ]
-    ds = aggregate_cells(paths).sel(system="local", process=0)
+    ds = aggregate_cells(paths).sel(system="local", process=0, precision="float32")
     assert ds.sizes["repeat"] == 4
     short = ds["latency_s"].sel(framework="torch", mode="compiled", arch="mlp", batch=1)
     assert np.isnan(short.values[2:]).all() and short.values[:2].tolist() == [1.0, 2.0]
@@ -140,7 +156,7 @@ def test_a_cells_processes_land_along_the_process_dimension(tmp_path):
         write(tmp_path, make_cell("torch", "eager", latency_s=[3.0, 4.0], process=2), "p2.nc"),
         write(tmp_path, make_cell("jax", "jit", latency_s=[5.0, 6.0], process=2), "j2.nc"),
     ]
-    ds = aggregate_cells(paths).sel(system="local")
+    ds = aggregate_cells(paths).sel(system="local", precision="float32")
     assert ds["process"].values.tolist() == [0, 2]
     torch_eager = ds.sel(framework="torch", mode="eager", arch="mlp", batch=1)
     assert torch_eager["latency_s"].values.tolist() == [[1.0, 2.0], [3.0, 4.0]]
@@ -194,7 +210,7 @@ def test_systems_sit_side_by_side_and_each_cell_keeps_its_node(tmp_path):
         write(tmp_path, make_cell("torch", "eager", host="n2", cpu_model="Y"), "b1.nc"),
         write(tmp_path, make_cell("torch", "eager", system="a", host="n3", batch=8), "a8.nc"),
     ]
-    ds = aggregate_cells(paths, systems=["a", "b", "a"]).sel(process=0)
+    ds = aggregate_cells(paths, systems=["a", "b", "a"]).sel(process=0, precision="float32")
     assert ds["system"].values.tolist() == ["a", "b"]
     cell = ds.sel(framework="torch", mode="eager", arch="mlp")
     assert cell["host"].values.tolist() == [["n1", "n3"], ["n2", ""]]  # nodes of one partition

@@ -70,7 +70,9 @@ def equivalence(tolerance=1e-4, archs=ARCHS, modes=JAX_MODES):
 
 
 def test_a_correct_adapter_passes_every_arch_and_mode(monkeypatch):
-    fake_adapter(monkeypatch, lambda spec, w, mode, device: FakeRunner(spec, w))
+    fake_adapter(
+        monkeypatch, lambda spec, w, mode, device, precision="float32": FakeRunner(spec, w)
+    )
     rows = equivalence()
     assert [(r["arch"], r["mode"]) for r in rows] == [(a, m) for a in ARCHS for m in JAX_MODES]
     for row in rows:
@@ -81,7 +83,10 @@ def test_a_correct_adapter_passes_every_arch_and_mode(monkeypatch):
 
 
 def test_a_wrong_adapter_fails_with_its_error_numbers_in_the_row(monkeypatch):
-    fake_adapter(monkeypatch, lambda spec, w, mode, device: FakeRunner(spec, w, offset=0.01))
+    fake_adapter(
+        monkeypatch,
+        lambda spec, w, mode, device, precision="float32": FakeRunner(spec, w, offset=0.01),
+    )
     rows = equivalence(archs=["mlp"], modes=["eager"])
     spec = build_spec("mlp", TINY_DIMS["mlp"])
     expected = reference.forward(spec, make_weights(spec, 0), make_input(spec, 2, 0))
@@ -93,14 +98,17 @@ def test_a_wrong_adapter_fails_with_its_error_numbers_in_the_row(monkeypatch):
 
 
 def test_tolerance_is_an_upper_bound_on_the_relative_error(monkeypatch):
-    fake_adapter(monkeypatch, lambda spec, w, mode, device: FakeRunner(spec, w, offset=0.01))
+    fake_adapter(
+        monkeypatch,
+        lambda spec, w, mode, device, precision="float32": FakeRunner(spec, w, offset=0.01),
+    )
     measured = equivalence(archs=["mlp"], modes=["eager"])[0]["max_rel_err"]
     assert equivalence(measured * 1.001, ["mlp"], ["eager"])[0]["pass"] is True
     assert equivalence(measured * 0.999, ["mlp"], ["eager"])[0]["pass"] is False
 
 
 def test_a_build_failure_is_a_failed_row_and_the_other_modes_still_run(monkeypatch):
-    def build(spec, w, mode, device):
+    def build(spec, w, mode, device, precision="float32"):
         if mode == "jit":
             raise RuntimeError("cannot trace this")
         return FakeRunner(spec, w)
@@ -114,7 +122,10 @@ def test_a_build_failure_is_a_failed_row_and_the_other_modes_still_run(monkeypat
 
 
 def test_a_nan_output_never_passes(monkeypatch):
-    fake_adapter(monkeypatch, lambda spec, w, mode, device: FakeRunner(spec, w, offset=np.nan))
+    fake_adapter(
+        monkeypatch,
+        lambda spec, w, mode, device, precision="float32": FakeRunner(spec, w, offset=np.nan),
+    )
     [row] = equivalence(tolerance=1e9, archs=["mlp"], modes=["eager"])
     assert row["pass"] is False
 
@@ -135,7 +146,7 @@ def test_an_adapter_that_cannot_be_imported_fails_every_row_with_the_reason(monk
 def test_the_adapter_receives_the_configured_spec_and_the_cpu_device(monkeypatch):
     seen = []
 
-    def build(spec, w, mode, device):
+    def build(spec, w, mode, device, precision="float32"):
         seen.append((spec, mode, device))
         return FakeRunner(spec, w)
 
@@ -164,7 +175,10 @@ def test_a_counter_agrees_within_five_percent_of_the_analytic_matmul_flops(
     def counter(spec, batch):
         return factor * cost(spec, batch).matmul_flops
 
-    fake_adapter(monkeypatch, lambda spec, w, mode, device: FakeRunner(spec, w, counter=counter))
+    fake_adapter(
+        monkeypatch,
+        lambda spec, w, mode, device, precision="float32": FakeRunner(spec, w, counter=counter),
+    )
     [row] = checks.flops_rows("jax", ["lstm"], TINY_DIMS, 0, 3, ["jit"])
     analytic = cost(build_spec("lstm", TINY_DIMS["lstm"]), 3)
     assert row["analytic_flops"] == analytic.matmul_flops
@@ -177,7 +191,7 @@ def test_a_counter_agrees_within_five_percent_of_the_analytic_matmul_flops(
 
 
 def test_a_missing_or_zero_counter_leaves_the_comparison_empty_and_says_why(monkeypatch):
-    def build(spec, w, mode, device):
+    def build(spec, w, mode, device, precision="float32"):
         return FakeRunner(spec, w, counter=(lambda s, b: 0.0) if mode == "jit" else None)
 
     fake_adapter(monkeypatch, build)
@@ -191,7 +205,9 @@ def test_a_missing_or_zero_counter_leaves_the_comparison_empty_and_says_why(monk
 
 
 def test_csv_files_have_exactly_the_documented_columns(monkeypatch, tmp_path):
-    fake_adapter(monkeypatch, lambda spec, w, mode, device: FakeRunner(spec, w))
+    fake_adapter(
+        monkeypatch, lambda spec, w, mode, device, precision="float32": FakeRunner(spec, w)
+    )
     checks.write_csv(equivalence(archs=["mlp"]), tmp_path / "eq.csv", checks.EQUIVALENCE_COLUMNS)
     flops = checks.flops_rows("jax", ["mlp"], TINY_DIMS, 0, 2, ["eager"])
     checks.write_csv(flops, tmp_path / "flops.csv", checks.FLOPS_COLUMNS)
@@ -318,6 +334,7 @@ def test_the_checks_script_writes_both_csvs_and_imports_only_its_framework(tmp_p
         "batch": 2,
         "tolerance": 1e-4,
         "modes": ["eager", "jit"],
+        "precisions": {"mlp": {"jit": ["bfloat16"]}},
         "system": {"device": "cpu", "threads": 1},
     }
     output = {"equivalence": str(tmp_path / "eq.csv"), "flops": str(tmp_path / "flops.csv")}
@@ -327,10 +344,19 @@ def test_the_checks_script_writes_both_csvs_and_imports_only_its_framework(tmp_p
     assert imported == ["jax"]
     with open(output["equivalence"], newline="") as handle:
         eq_rows = list(csv.DictReader(handle))
-    assert [(r["mode"], r["pass"]) for r in eq_rows] == [("eager", "True"), ("jit", "True")]
+    assert [(r["mode"], r["precision"], r["pass"]) for r in eq_rows] == [
+        ("eager", "float32", "True"),
+        ("jit", "float32", "True"),
+        ("jit", "bfloat16", "True"),
+    ]
+    bf16 = eq_rows[-1]
+    # a bf16 output is off by about its unit roundoff (2^-8), well inside its bound and far
+    # outside float32's tolerance
+    assert 1e-4 < float(bf16["max_rel_err"]) < float(bf16["tolerance"]) < 0.5
+    assert "λ·u·√R" in bf16["basis"] and eq_rows[0]["basis"] == checks.TOLERANCE_BASIS
     with open(output["flops"], newline="") as handle:
         assert list(csv.DictReader(handle))[0].keys() == set(checks.FLOPS_COLUMNS)
-    assert "mlp/jit: pass=True" in (tmp_path / "job.log").read_text()
+    assert "mlp/jit/bfloat16: pass=True" in (tmp_path / "job.log").read_text()
 
 
 def test_the_merge_script_writes_one_csv_per_check(tmp_path):

@@ -94,12 +94,18 @@ def cells_of(medians: dict[tuple[str, str], float], spread: float = 0.01, n: int
     """One row (mlp, batch 1) of cells with lognormal timings around the given medians."""
     frameworks = sorted({f for f, _ in VARIANTS})
     modes = sorted({m for _, m in VARIANTS})
-    coords = {"framework": frameworks, "mode": modes, "arch": ["mlp"], "batch": [1]}
-    shape = (len(frameworks), len(modes), 1, 1)
+    coords = {
+        "framework": frameworks,
+        "mode": modes,
+        "arch": ["mlp"],
+        "precision": ["float32"],
+        "batch": [1],
+    }
+    shape = (len(frameworks), len(modes), 1, 1, 1)
     median_s, latency = np.full(shape, np.nan), np.full((*shape, n), np.nan)
     rng = np.random.default_rng(7)
     for (framework, mode), median in medians.items():
-        at = (frameworks.index(framework), modes.index(mode), 0, 0)
+        at = (frameworks.index(framework), modes.index(mode), 0, 0, 0)
         latency[at] = median * rng.lognormal(0.0, spread, n)
         median_s[at] = np.median(latency[at])
     return Cells(coords, median_s, latency, None)
@@ -121,7 +127,7 @@ def winners(medians, spread=0.01, levels=LEVELS):
     cells = cells_of(medians, spread)
     ok = [key(*variant) for variant in medians]
     variables, compared = winner_variables(cells, ok, set(), levels)
-    return {name: values[0, 0, 1] for name, (_, values, _) in variables.items()}, compared
+    return {name: values[0, 0, 0, 1] for name, (_, values, _) in variables.items()}, compared
 
 
 def test_a_winner_is_decided_faster_than_every_rival():
@@ -161,7 +167,9 @@ def test_systems_with_different_numbers_of_comparisons_stack_and_read_back():
         for baseline in (key("torch", "eager"), key("jax", "jit"))
     ]
     parts = [
-        xr.Dataset(comparison_variables(found)).assign_coords(arch=["mlp"], batch=[1])
+        xr.Dataset(comparison_variables(found)).assign_coords(
+            arch=["mlp"], precision=["float32"], batch=[1]
+        )
         for found in (rows, rows[:1])
     ]
     stacked = xr.concat(parts, dim=pd.Index(["a", "b"], name="system"), join="outer")

@@ -46,7 +46,9 @@ def stats(tmp_path):
 
 
 def test_each_path_stands_beside_its_eager_and_best_own_mode(stats):
-    torch_onnx = stats.sel(framework="torch", mode="onnxrt", arch="mlp", batch=1)
+    torch_onnx = stats.sel(
+        framework="torch", mode="onnxrt", arch="mlp", precision="float32", batch=1
+    )
     assert float(torch_onnx["speedup_vs_best"]) == pytest.approx(80 / 50, rel=0.02)  # compiled
     assert float(torch_onnx["speedup_vs_eager"]) == pytest.approx(100 / 50, rel=0.02)
     assert (
@@ -54,9 +56,11 @@ def test_each_path_stands_beside_its_eager_and_best_own_mode(stats):
         < 1.6
         < float(torch_onnx["speedup_vs_best_ci_high"])
     )
-    tf_onnx = stats.sel(framework="tensorflow", mode="onnxrt", arch="mlp", batch=1)
+    tf_onnx = stats.sel(framework="tensorflow", mode="onnxrt", arch="mlp", batch=1).squeeze(
+        "precision"
+    )
     assert float(tf_onnx["speedup_vs_best"]) == pytest.approx(300 / 60, rel=0.02)  # eager
-    own = stats.sel(framework="torch", mode="compiled", arch="mlp", batch=1)
+    own = stats.sel(framework="torch", mode="compiled", arch="mlp", batch=1).squeeze("precision")
     assert np.isnan(float(own["speedup_vs_best"]))  # only deployment paths have one
     table = latency_table(StatsView(stats))
     torch_row = next(line for line in table.splitlines() if "torch/onnxrt" in line)

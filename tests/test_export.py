@@ -120,9 +120,14 @@ def test_the_checks_run_the_artifact_and_say_why_a_failed_one_fails(
 
 def test_the_plan_exports_each_architecture_once_for_every_batch():
     plan = plan_of(CONFIG)
-    assert [e["arch"] for e in plan.exports] == ["mlp"]
+    # one artifact per precision (bfloat16 at the table batch, by default)
+    assert [(e["arch"], e["precision"]) for e in plan.exports] == [
+        ("mlp", "float32"),
+        ("mlp", "bfloat16"),
+    ]
     manifest = paths.artifact_manifest(EXPORT | {"arch": "mlp"})
-    assert plan.artifact_manifests("local", "jax") == [manifest]
+    bf16 = paths.artifact_manifest(EXPORT | {"arch": "mlp", "precision": "bfloat16"})
+    assert plan.artifact_manifests("local", "jax") == [manifest, bf16]
     for batch in (1, 3):
         cell = EXPORT | {"arch": "mlp", "batch": batch}
         assert plan.artifact_input(cell) == [manifest]

@@ -11,6 +11,7 @@ import pytest
 import xarray as xr
 
 from fwbench.io import bench_file, cell_file, hardware_file, stats_file
+from fwbench.io.atomic import write_netcdf
 from fwbench.io.bench_file import read_bench, write_bench
 from fwbench.io.cell_file import Cell, read_cell, read_cell_record, write_cell
 from fwbench.io.dims import CellKey
@@ -90,12 +91,27 @@ def _stacked(title: str) -> xr.Dataset:
     """A two-system dataset laid out as bench.nc and stats.nc are (system, system_attrs)."""
     return xr.Dataset(
         {
-            "median_s": (("system", "batch"), np.array([[1e-3, 2e-3], [3e-3, 4e-3]])),
+            "median_s": (
+                ("system", "precision", "batch"),
+                np.array([[[1e-3, 2e-3]], [[3e-3, 4e-3]]]),
+            ),
             "system_attrs": ("system", np.array(['{"host": "n1"}', '{"host": "n2"}'], object)),
         },
-        coords={"system": ["a", "b"], "batch": [1, 8]},
+        coords={"system": ["a", "b"], "precision": ["float32"], "batch": [1, 8]},
         attrs={"title": title},
     )
+
+
+def test_a_bench_file_before_precision_reads_every_cell_at_float32(tmp_path):
+    """bench.nc of schema 2 has no precision dimension: its per-cell variables get one
+    (before batch, as the aggregate writes it), the per-system ones do not."""
+    old = _stacked("t").sel(precision="float32", drop=True)
+    path = tmp_path / "bench.nc"
+    write_netcdf(old.assign_attrs(schema_version=2), path)
+    back = read_bench(path)
+    assert back["median_s"].dims == ("system", "precision", "batch")
+    assert back["precision"].values.tolist() == ["float32"]
+    assert back["system_attrs"].dims == ("system",)
 
 
 @pytest.mark.parametrize(

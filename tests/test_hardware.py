@@ -754,3 +754,10 @@ def test_without_a_sweep_dram_is_streams_triad_alone_and_the_record_says_why():
         ("DRAM", TRIAD_BPS, "STREAM triad")
     ]
     assert record.levels_note == "DRAM only: cache sizes unknown: no working-set sweep"
+
+
+def test_the_identity_names_the_int8_dot_product_instructions(tmp_path):
+    flags = ["avx2", "avx512f", "avx512_bf16", "avx512_vnni"]  # Zen 4: VNNI, no AMX
+    cpu = identity.cpu_identity(_fake_cpuinfo("AuthenticAMD", 25, flags), root=tmp_path)
+    assert cpu["isa"]["avx512_vnni"] and not cpu["isa"]["avx_vnni"]
+    assert not cpu["isa"]["amx_int8"]

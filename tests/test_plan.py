@@ -29,16 +29,68 @@ def test_the_smoke_sweep_is_every_framework_mode_architecture_and_batch():
     plan = plan_of(base=SMOKE)
     config = plan.config
     variants = sum(len(config["modes"][fw]) for fw in config["frameworks"])
-    assert len(plan.cells) == variants * len(config["architectures"]) * len(config["batch_sizes"])
+    fp32 = [c for c in plan.cells if c["precision"] == "float32"]
+    assert len(fp32) == variants * len(config["architectures"]) * len(config["batch_sizes"])
+    # bfloat16 at the table batch for mlp, in every mode but litert
+    bf16 = [c for c in plan.cells if c["precision"] == "bfloat16"]
+    assert {(c["arch"], c["batch"]) for c in bf16} == {("mlp", 8)}
+    assert len(bf16) == variants - 1 and "litert" not in {c["mode"] for c in bf16}
     assert {c["version"] for c in plan.cells if c["framework"] == "jax"} == {"0.0-fake"}
     assert plan.cell_files[0] == paths.cell_file(plan.cells[0])
     assert plan.cell_files[0].startswith("results/cells/local/")
 
 
-def test_the_default_sweep_has_240_cells_and_25_artifacts():
+def test_the_default_sweep_has_295_cells_and_45_artifacts():
     plan = plan_of(base=DEFAULT)
-    assert len(plan.cells) == 240  # 12 variants × 5 architectures × 4 batches
-    assert len(plan.exports) == 25  # 5 export modes × 5 architectures, for every batch
+    # float32: 12 variants × 5 architectures × 4 batches; bfloat16: 11 (all but litert) × 5
+    # architectures at the table batch
+    assert len(plan.cells) == 240 + 55
+    # 5 export modes × 5 architectures in float32, 4 in bfloat16 (all but litert)
+    assert len(plan.exports) == 25 + 20
+
+
+def test_a_bf16_cell_has_its_own_path_request_and_artifact_and_float32_keeps_its_own():
+    plan = plan_of(base=DEFAULT)
+    fp32 = cell(mode="onnxrt", batch="32", precision_tag="")
+    bf16 = fp32 | {"precision_tag": "-bf16"}
+    assert paths.cell_file(plan.cells[0]) == "results/cells/local/torch/0.0-fake/eager/mlp/b1.nc"
+    assert "precision" not in json.loads(plan.cell_request(fp32).to_json())
+    assert json.loads(plan.cell_request(bf16).to_json())["precision"] == "bfloat16"
+    assert plan.artifact_input(fp32) == ["results/artifacts/local/torch/0.0-fake/onnxrt/mlp.json"]
+    assert plan.artifact_input(bf16) == [
+        "results/artifacts/local/torch/0.0-fake/onnxrt/mlp-bf16.json"
+    ]
+    assert plan.export_request(bf16).precision == "bfloat16"
+    bf16_file = paths.cell_file(plan.cells[0] | {"precision": "bfloat16"})
+    assert bf16_file.endswith("/eager/mlp/b1-bf16.nc")
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"batch": "8", "precision_tag": "-bf16"}, ["bfloat16 is not swept", "batches: [32]"]),
+        ({"mode": "litert", "framework": "tensorflow", "version": "0.0-fake"}, ["litert"]),
+    ],
+)
+def test_a_precision_the_config_does_not_sweep_is_refused_naming_why(changes, named):
+    plan = plan_of(base=DEFAULT)
+    wildcards = cell(batch="32", precision_tag="-bf16") | changes
+    with pytest.raises(ValueError) as error:
+        plan.cell_request(wildcards)
+    for text in named:
+        assert text in str(error.value)
+
+
+def test_the_low_precisions_follow_their_batches_and_architectures():
+    everywhere = plan_of({"precision": {"batches": "all"}}, base=DEFAULT)
+    assert len(everywhere.cells) == 240 + 4 * 55
+    none = plan_of({"precision": {"low": []}}, base=DEFAULT)
+    assert len(none.cells) == 240 and len(none.exports) == 25
+    some = plan_of({"precision": {"architectures": ["cnn"], "batches": [1, 8]}}, base=DEFAULT)
+    assert {(c["arch"], c["batch"]) for c in some.cells if c["precision"] != "float32"} == {
+        ("cnn", 1),
+        ("cnn", 8),
+    }
 
 
 def _multi(plan) -> dict[tuple, list[int]]:
@@ -55,10 +107,10 @@ def test_by_default_a_quarter_of_each_architectures_batches_get_a_second_process
     plan = plan_of(base=DEFAULT)
     chosen = _multi(plan)
     assert len(chosen) == 60 and {len(batches) for batches in chosen.values()} == {1}
-    assert len(plan.cell_files) == 240 + 60
+    assert len(plan.cell_files) == 295 + 60  # the bf16 cells in process 0 alone
     assert len({tuple(batches) for batches in chosen.values()}) > 1, "the same batches everywhere"
     every = plan_of({"bench": {"multi_process_share": 1}}, base=DEFAULT)
-    assert len(every.cell_files) == 480
+    assert len(every.cell_files) == 480 + 55
     assert plan_of({"bench": {"processes": 1}}, base=DEFAULT).cell_files == [
         paths.cell_file(c) for c in plan.cells
     ]
@@ -92,7 +144,8 @@ EVERY_PROCESS = {"processes": 2, "multi_process_share": 1}
 
 def test_processes_beyond_the_first_add_a_suffix_and_nothing_else():
     plan = plan_of({"bench": {"processes": 3, "multi_process_share": 1}}, base=SMOKE)
-    assert len(plan.cell_files) == 3 * len(plan.cells)
+    fp32 = [c for c in plan.cells if c["precision"] == "float32"]
+    assert len(plan.cell_files) == 3 * len(fp32) + (len(plan.cells) - len(fp32))
     first = paths.cell_file(plan.cells[0])
     assert first.endswith(".nc") and "-p" not in first
     assert paths.cell_file(plan.cells[0], 2) == first[: -len(".nc")] + "-p2.nc"
@@ -163,6 +216,8 @@ def test_a_request_round_trips_through_json_in_field_order_without_its_lock_and_
     request = plan_of(base=SMOKE).cell_request(cell())
     text = request.to_json()
     local = ("lock", "hardware", "artifact")  # where the job finds things, not what the cell is
+    # float32, the default precision, is left out: the text of requests before precision
+    local += ("precision",)
     assert list(json.loads(text)) == [f.name for f in fields(CellRequest) if f.name not in local]
     again = CellRequest.from_json(
         text, lock="/tmp/other.lock", hardware="results/hw.json", artifact="a.json"
@@ -283,3 +338,11 @@ def test_wildcards_allow_only_configured_values():
     patterns = plan_of(base=SMOKE).wildcard_patterns()
     assert patterns["arch"] == "mlp|lstm" and patterns["batch"] == "1|8"
     assert patterns["system"] == "local" and patterns["process"] == "[1-9][0-9]*"
+
+
+def test_the_checks_hold_each_swept_low_precision_of_each_architecture_and_mode():
+    smoke = plan_of(base=SMOKE)  # bfloat16 for mlp alone
+    torch = smoke.check_precisions("local", "torch")
+    assert torch == {"mlp": {m: ["bfloat16"] for m in ("eager", "compiled", "aoti", "onnxrt")}}
+    assert "litert" not in smoke.check_precisions("local", "tensorflow")["mlp"]
+    assert plan_of({"precision": {"low": []}}, base=SMOKE).check_precisions("local", "jax") == {}

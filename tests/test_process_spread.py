@@ -174,7 +174,7 @@ def test_a_slow_process_is_the_machines_where_its_read_canary_ran_slow(
     quiet = _cell(0, [1.0] * 20, [0] * 20)
     slow = _cell(1, [1.3] * 20, [0] * 20, read=slow_read)
     bench = _bench(tmp_path, [quiet, slow])
-    cell_dims = ("framework", "mode", "arch", "batch")
+    cell_dims = ("framework", "mode", "arch", "precision", "batch")
     bench = bench.isel(system=0) if "system" in bench.dims else bench
     counts = slow_processes(bench, cell_dims)
     assert counts["slow_processes_machine"].sum() == machine

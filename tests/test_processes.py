@@ -49,7 +49,9 @@ def test_pool_keeps_the_system_dimension_of_an_aggregate(tmp_path):
         write_cell(_cell(i // 2, [1.0 + i, 2.0 + i]), paths[-1])
     pooled = pool(aggregate_cells(paths, systems=["a", "b", "a"]))
     assert pooled["latency_s"].dims[:2] == ("system", "framework")
-    cell = pooled["latency_s"].sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    cell = pooled["latency_s"].sel(
+        framework="torch", mode="eager", arch="mlp", batch=1, precision="float32"
+    )
     assert sorted(cell.sel(system="a").values.tolist()) == [1.0, 2.0, 3.0, 4.0]
 
 
@@ -62,7 +64,9 @@ def test_pool_stacks_the_timings_and_reduces_each_variable_by_its_meaning(tmp_pa
             _cell(2, [5.0, 6.0], busy_cpu_other=0.2, compiled=1.0),
         ],
     )
-    pooled = pool(bench).sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    pooled = pool(bench).sel(
+        framework="torch", mode="eager", arch="mlp", batch=1, precision="float32"
+    )
     assert sorted(pooled["latency_s"].values.tolist()) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
     assert pooled["latency_by_process_s"].values.tolist() == [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]
     assert pooled["busy_cpu_other"].item() == 0.6  # as disturbed as its worst process
@@ -77,7 +81,9 @@ def test_one_failed_process_fails_the_cell_and_names_the_process(tmp_path):
     failed.latency_s = None
     failed.attrs |= {"status": STATUS_FAILED, "error_message": "out of memory"}
     bench = _bench(tmp_path, [_cell(0, [1.0, 2.0]), failed])
-    pooled = pool(bench).sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    pooled = pool(bench).sel(
+        framework="torch", mode="eager", arch="mlp", batch=1, precision="float32"
+    )
     assert pooled["status"].item() == STATUS_FAILED
     assert pooled["error"].item() == "process 1: out of memory"
 
@@ -148,7 +154,7 @@ def test_stats_resample_processes_and_say_which_level_the_ci_covers(tmp_path):
     )
     assert summary.attrs["processes"] == 4
     assert "between processes" in summary.attrs["median_ci_level"]
-    cell = summary.sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    cell = summary.sel(framework="torch", mode="eager", arch="mlp", batch=1, precision="float32")
     assert cell["n"].item() == 80
     # the four processes sit at 1.0, 1.2, 1.4, 1.6: the CI spans most of them
     assert cell["median_ci_high_s"].item() - cell["median_ci_low_s"].item() > 0.2

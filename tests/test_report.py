@@ -154,7 +154,7 @@ def test_the_method_says_what_ran_compiled_and_names_the_fallback(report):
 def test_the_checks_count_passes_and_show_failures(report):
     checks = section(report, "Cross-checks")
     assert "1 of 2 (architecture, framework, mode) outputs are within the tolerance" in checks
-    assert row(checks, "lstm", "jax", "jit")[5] == "**FAIL**"
+    assert row(checks, "lstm", "jax", "jit", "float32")[6] == "**FAIL**"
     assert row(checks, "mlp", "torch", "eager", "4")[4:7] == ["matmul", "18,944", "18,944"]
     # a counter of every op is set against the analytic total, not the matmul part
     assert row(checks, "mlp", "jax", "jit", "4")[4:8] == ["all", "19,240", "19,240", "1"]
@@ -214,9 +214,9 @@ def test_a_changes_section_shows_each_cells_old_and_new_median_and_verdict(resul
     assert "### torch 2.12.0 → 2.13.0" in changes
     assert f"2 cells: 1 {SLOWER}, 1 {EQUIVALENT}." in changes
     table = pd.read_csv(path).set_index("batch")
-    cells = row(changes, "torch", "eager", "mlp", "1")
-    assert float(cells[5]) == pytest.approx(table.loc[1, "new_median_s"] * 1e6, abs=0.05)
-    assert cells[6].startswith(f"{table.loc[1, 'ratio']:.2f} [") and cells[-1] == SLOWER
+    cells = row(changes, "torch", "eager", "mlp", "float32", "1")
+    assert float(cells[6]) == pytest.approx(table.loc[1, "new_median_s"] * 1e6, abs=0.05)
+    assert cells[7].startswith(f"{table.loc[1, 'ratio']:.2f} [") and cells[-1] == SLOWER
 
 
 def test_the_rule_script_writes_the_report_atomically(results, tmp_path):

@@ -42,6 +42,9 @@ def synthetic_rounds(medians_s, process_sd, **options):
     return rounds_dataset(VARIANTS[: len(medians_s)], medians_s, process_sd, **options)
 
 
+F32 = "float32"
+
+
 def key(framework, mode, arch="mlp", batch=32):
     return CellKey(framework, mode, arch, batch)
 
@@ -51,17 +54,17 @@ def test_the_sets_are_blocks_a_drift_between_them_leaves_the_ratio_alone():
     quiet = block_of(synthetic_rounds(medians, [0.005] * 3))
     drifting = block_of(synthetic_rounds(medians, [0.005] * 3, set_drift=(0.0, 0.3, -0.2)))
     for block in (quiet, drifting):
-        ratio = math.exp(block.means[("torch", "eager")] - block.means[("jax", "jit")])
+        ratio = math.exp(block.means[("torch", "eager", F32)] - block.means[("jax", "jit", F32)])
         assert ratio == pytest.approx(2.0, rel=0.02)
-    a, b = ("torch", "eager"), ("jax", "jit")
+    a, b = ("torch", "eager", F32), ("jax", "jit", F32)
     assert drifting.se_dof(a, b)[0] == pytest.approx(quiet.se_dof(a, b)[0], rel=0.05)
     assert drifting.turn_cost[a] == pytest.approx(1.05, rel=0.02)
 
 
 def test_a_noisy_variants_comparisons_get_its_own_wider_ci():
     block = block_of(synthetic_rounds([1e-3] * 4, [0.002, 0.002, 0.002, 0.08], seed=3))
-    quiet_pair = block.se_dof(("torch", "eager"), ("torch", "onnxrt"))[0]
-    noisy_pair = block.se_dof(("torch", "eager"), ("tensorflow", "eager"))[0]
+    quiet_pair = block.se_dof(("torch", "eager", F32), ("torch", "onnxrt", F32))[0]
+    noisy_pair = block.se_dof(("torch", "eager", F32), ("tensorflow", "eager", F32))[0]
     assert noisy_pair > 3 * quiet_pair
 
 
@@ -98,8 +101,14 @@ def test_one_set_gives_no_estimate():
 
 def test_the_comparisons_take_the_rounds_ratio_and_rank_by_it():
     # the cells say eager is faster (measured at another moment); the rounds say it is slower
-    coords = {"framework": ["torch"], "mode": ["eager", "onnxrt"], "arch": ["mlp"], "batch": [32]}
-    median = np.array([[[[0.9e-3]], [[1.0e-3]]]])
+    coords = {
+        "framework": ["torch"],
+        "mode": ["eager", "onnxrt"],
+        "arch": ["mlp"],
+        "precision": ["float32"],
+        "batch": [32],
+    }
+    median = np.array([[[[[0.9e-3]]], [[[1.0e-3]]]]])
     latency = np.repeat(median[..., None], 10, axis=-1)
     rounds = Rounds([synthetic_rounds([1e-3, 0.5e-3], [0.002, 0.002])])
     cells = Cells(coords, median, latency, None, rounds)
@@ -220,15 +229,19 @@ def test_the_plan_has_one_rounds_job_per_architecture_rounds_batch_and_set():
     wildcards = {"system": "local", "arch": "mlp", "batch": "32", "set": "2"}
     variants = plan.rounds_variants(wildcards)
     modes = [(fw, m) for fw in plan.frameworks for m in plan.config["modes"][fw]]
-    assert len(variants) == len(modes) == len(plan.rounds_cells(wildcards))
-    first = json.loads(variants[0]["request"])
+    # every mode in float32, and every mode but litert in bfloat16 (the table batch's)
+    assert len(variants) == 2 * len(modes) - 1 == len(plan.rounds_cells(wildcards))
+    requests = [json.loads(v["request"]) for v in variants]
+    first = requests[0]
     assert (first["framework"], first["mode"], first["batch"], first["process"]) == (
         *modes[0],
         32,
         0,
     )
+    bf16 = [v for v, r in zip(variants, requests, strict=True) if r.get("precision")]
+    assert len(bf16) == len(modes) - 1 and all(v["cell"].endswith("b32-bf16.nc") for v in bf16)
     exports = [v for v in variants if v["artifact"]]
-    assert exports and all(v["artifact"].endswith("/mlp.json") for v in exports)
+    assert {v["artifact"].rsplit("/", 1)[1] for v in exports} == {"mlp.json", "mlp-bf16.json"}
 
 
 def test_the_default_rounds_batch_is_the_table_batch_or_the_nearest_swept():
@@ -277,3 +290,25 @@ def test_a_rows_sets_spread_over_the_sweep_after_its_cells():
     # the other cells keep their seeded shuffle
     rest = [path for path in plan.order if path not in inputs and "/rounds/" not in path]
     assert rest != sorted(rest, key=plan.cell_files.index)
+
+
+def test_a_bf16_pair_takes_no_ratio_from_rounds_that_measured_float32_alone():
+    rounds = Rounds([synthetic_rounds([1e-3, 0.5e-3], [0.002, 0.002])])
+    eager, onnx = key("torch", "eager"), key("torch", "onnxrt")
+    assert rounds.estimate(eager, onnx) is not None  # float32: the rounds measured both
+    bf16 = [k.with_precision("bfloat16") for k in (eager, onnx)]
+    assert rounds.estimate(*bf16) is None and rounds.log_median(bf16[0]) is None
+
+
+def test_rounds_that_measured_a_bf16_variant_give_its_ratio_to_float32():
+    ds = synthetic_rounds([1e-3, 0.5e-3], [0.002, 0.002]).assign_coords(
+        variant=["torch/eager", "torch/eager/bfloat16"],
+        framework=("variant", ["torch", "torch"]),
+        mode=("variant", ["eager", "eager"]),
+        precision=("variant", ["float32", "bfloat16"]),
+    )
+    rounds = Rounds([ds])
+    fp32 = key("torch", "eager")
+    log_speedup, se, _ = rounds.estimate(fp32, fp32.with_precision("bfloat16"))
+    assert math.exp(log_speedup) == pytest.approx(2.0, rel=0.02) and se < 0.01
+    assert "torch/eager/bfloat16" in rounds.describe()

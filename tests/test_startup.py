@@ -51,7 +51,7 @@ def bench(tmp_path):
 
 
 def test_start_up_is_process_zeros_and_the_warm_first_call_the_later_processes(bench):
-    pooled = pool(bench).sel(framework="torch", arch="mlp", batch=1)
+    pooled = pool(bench).sel(framework="torch", arch="mlp", batch=1, precision="float32")
     compiled, onnx = pooled.sel(mode="compiled"), pooled.sel(mode="onnxrt")
     assert float(compiled["first_call_s"]) == 30.0  # process 0's, cold
     assert float(compiled["first_call_warm_s"]) == 4.0  # the median of 3 and 5

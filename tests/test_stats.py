@@ -519,3 +519,18 @@ def test_the_stats_script_imports_nothing_from_present():
     source = (REPO / "workflow/scripts/stats.py").read_text()
     imported = [line for line in source.splitlines() if line.startswith(("from ", "import "))]
     assert imported and not [line for line in imported if "fwbench.present" in line]
+
+
+def test_a_bf16_cell_is_held_against_the_bf16_peak_and_float32_against_its_own(tmp_path):
+    fp32 = cell("torch", "eager", noisy(1e-3), flops=4e9, bytes=1.0, working_set_bytes=1.0)
+    bf16 = cell("torch", "eager", noisy(1e-3), flops=4e9, bytes=1.0, working_set_bytes=1.0)
+    bf16.precision = "bfloat16"
+    limits = HardwareLimits(1e12, 1e12, source="hand", bf16_peak_flops_per_s=2e12)
+    stats = summarize(bench_of(tmp_path, [fp32, bf16]), limits, StatsSettings())
+    bound = stats["lower_bound_s"].sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    assert float(bound.sel(precision="float32")) == pytest.approx(4e-3)  # 4e9 / 1e12
+    assert float(bound.sel(precision="bfloat16")) == pytest.approx(2e-3)  # 4e9 / 2e12
+    unmeasured = HardwareLimits(1e12, 1e12, source="hand")
+    stats = summarize(bench_of(tmp_path, [fp32, bf16]), unmeasured, StatsSettings())
+    bound = stats["lower_bound_s"].sel(framework="torch", mode="eager", arch="mlp", batch=1)
+    assert math.isnan(float(bound.sel(precision="bfloat16")))  # no bf16 peak: no roof

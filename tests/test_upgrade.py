@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 import yaml
 
-from fwbench.frameworks import is_export_mode
 from fwbench.io.comparisons_file import VERDICTS
 from fwbench.io.rounds_file import read_rounds
 from fwbench.provenance import installed_versions
 
 from conftest import SMOKE, smoke_configs, snakemake
+from plans import plan_of
 
 pytestmark = pytest.mark.slow
 NEW_TORCH = "99.0"
@@ -52,20 +52,21 @@ def test_upgrading_torch_reruns_only_torch_cells_and_keeps_the_old_ones(smoke_co
     workdir = smoke_copy
     env = fake_upgrade(tmp_path / "site", "torch", NEW_TORCH)
     config = yaml.safe_load(Path(SMOKE).read_text())
-    torch_modes = config["modes"]["torch"]
-    torch_cells = len(torch_modes) * len(config["architectures"]) * len(config["batch_sizes"])
+    plan = plan_of(base=SMOKE)
+    # every precision's: float32's, and bfloat16's where the smoke sweep runs it
+    torch_cells = sum(cell["framework"] == "torch" for cell in plan.cells)
+    torch_exports = sum(export["framework"] == "torch" for export in plan.exports)
 
     configs = smoke_configs(workdir)
-    plan = planned_jobs(snakemake("-n", "--configfile", *configs, cwd=workdir, env=env))
-    assert plan.get("bench") == torch_cells
-    # torch's export mode exports again, once per architecture; jax's artifacts stay
-    torch_exports = sum(is_export_mode("torch", mode) for mode in torch_modes)
-    assert plan.get("export") == torch_exports * len(config["architectures"])
-    assert plan.get("checks") == 1 and "hardware" not in plan
-    assert plan.get("aggregate_bench") == 1
+    jobs = planned_jobs(snakemake("-n", "--configfile", *configs, cwd=workdir, env=env))
+    assert jobs.get("bench") == torch_cells
+    # torch's export modes export again, once per architecture and precision; jax's stay
+    assert jobs.get("export") == torch_exports
+    assert jobs.get("checks") == 1 and "hardware" not in jobs
+    assert jobs.get("aggregate_bench") == 1
     # the rounds of every row torch's comparisons sit in (the smoke sweep's: mlp at batch 8)
     rows = len(config["rounds"]["architectures"])
-    assert plan.get("rounds") == rows * config["rounds"]["sets"]
+    assert jobs.get("rounds") == rows * config["rounds"]["sets"]
 
     cells = workdir / "results/cells/local"  # the default config's one system
     old_torch = sorted((cells / "torch").rglob("*.nc"))
@@ -100,8 +101,10 @@ def test_a_dimension_edit_reruns_only_that_architectures_cells(smoke_copy):
     override.write_text(yaml.safe_dump({"dims": {"mlp": mlp}}))
     configs = [*smoke_configs(smoke_copy), str(override)]
     plan = planned_jobs(snakemake("-n", "--configfile", *configs, cwd=smoke_copy))
-    cells_per_arch = modes_in(config) * len(config["batch_sizes"])
-    assert plan.get("bench") == cells_per_arch
+    # every mlp cell, each precision's (the bf16 ones too)
+    mlp_cells = sum(cell["arch"] == "mlp" for cell in plan_of(base=SMOKE).cells)
+    assert mlp_cells > modes_in(config) * len(config["batch_sizes"])
+    assert plan.get("bench") == mlp_cells
     assert "hardware" not in plan and "train" not in plan
 
 
@@ -110,9 +113,7 @@ def test_changing_repeats_reruns_every_cell_and_nothing_upstream(smoke_copy):
     override.write_text(yaml.safe_dump({"bench": {"repeats": 6}}))
     configs = [*smoke_configs(smoke_copy), str(override)]
     plan = planned_jobs(snakemake("-n", "--configfile", *configs, cwd=smoke_copy))
-    config = yaml.safe_load(Path(SMOKE).read_text())
-    total = modes_in(config) * len(config["architectures"]) * len(config["batch_sizes"])
-    assert plan.get("bench") == total
+    assert plan.get("bench") == len(plan_of(base=SMOKE).cells)  # every precision's
     assert "hardware" not in plan and "checks" not in plan and "train" not in plan
 
 

@@ -4,7 +4,7 @@
 
 rule checks:
     input:
-        # every export mode's artifacts, each run against the reference
+        # every export mode's artifacts (each precision's), each run against the reference
         artifacts=per_job(
             lambda wildcards: PLAN.artifact_manifests(
                 wildcards.system, wildcards.framework
@@ -29,6 +29,11 @@ rule checks:
         archs=ARCHS,
         dims={arch: config["dims"][arch] for arch in ARCHS},
         modes=per_job(lambda wildcards: config["modes"][wildcards.framework]),
+        precisions=per_job(
+            lambda wildcards: PLAN.check_precisions(
+                wildcards.system, wildcards.framework
+            )
+        ),
         seed=config["seed"],
         batch=lookup(within=config, dpath="equivalence/batch"),
         tolerance=lookup(within=config, dpath="equivalence/tolerance"),

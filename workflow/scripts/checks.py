@@ -28,10 +28,13 @@ with job_log(sm.log[0]):
     )
     artifacts = checks.artifacts_by_cell(sm.input.artifacts)
     equivalence = checks.equivalence_rows(
-        **common, tolerance=sm.params.tolerance, artifacts=artifacts
+        **common,
+        tolerance=sm.params.tolerance,
+        artifacts=artifacts,
+        precisions=dict(sm.params.precisions),
     )
     checks.write_csv(equivalence, sm.output.equivalence, checks.EQUIVALENCE_COLUMNS)
     flops = checks.flops_rows(**common)
     checks.write_csv(flops, sm.output.flops, checks.FLOPS_COLUMNS)
     for row in equivalence:
-        print(f"{row['arch']}/{row['mode']}: pass={row['pass']} {row['error']}")
+        print(f"{row['arch']}/{row['mode']}/{row['precision']}: pass={row['pass']} {row['error']}")

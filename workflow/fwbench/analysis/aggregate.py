@@ -29,7 +29,7 @@ from fwbench.frameworks import MODES
 from fwbench.io import cell_file
 from fwbench.io.bench_file import write_bench
 from fwbench.io.cell_file import CellRecord, read_cell_record
-from fwbench.io.dims import CELL_DIMS, STATUS_ABSENT, STATUS_OK
+from fwbench.io.dims import CELL_DIMS, PRECISIONS, STATUS_ABSENT, STATUS_OK
 from fwbench.io.per_system import SYSTEM, SYSTEM_ATTRS
 from fwbench.io.variables import BENCH, declared, units
 from fwbench.model.specs import ARCHITECTURES
@@ -92,14 +92,16 @@ def _provenance(records: Sequence[CellRecord]) -> dict[str, str]:
 
 
 def _axes(records: Sequence[CellRecord]) -> tuple[list, ...]:
-    """The coordinates of (system, framework, mode, arch, batch, process): known frameworks,
-    modes and architectures in the house's order, unknown ones after."""
+    """The coordinates of (system, framework, mode, arch, precision, batch, process): known
+    frameworks, modes, architectures and precisions in the house's order, unknown ones
+    after."""
     all_modes = list(dict.fromkeys(mode for modes in MODES.values() for mode in modes))
     return (
         list(dict.fromkeys(r.attrs[SYSTEM] for r in records)),
         _ordered((r.key.framework for r in records), list(MODES)),
         _ordered((r.key.mode for r in records), all_modes),
         _ordered((r.key.arch for r in records), ARCHITECTURES),
+        _ordered((r.key.precision for r in records), PRECISIONS),
         sorted({r.key.batch for r in records}),
         sorted({r.process for r in records}),
     )
@@ -169,12 +171,13 @@ def _data_variables(
 
 
 def _coords(axes: tuple[list, ...], repeats: int) -> dict[str, Any]:
-    system_names, frameworks, modes, archs, batches, processes = axes
+    system_names, frameworks, modes, archs, precisions, batches, processes = axes
     return {
         SYSTEM: system_names,
         "framework": frameworks,
         "mode": modes,
         "arch": archs,
+        "precision": precisions,
         "batch": np.array(batches, dtype=np.int64),
         "process": np.array(processes, dtype=np.int64),
         "repeat": np.arange(repeats),

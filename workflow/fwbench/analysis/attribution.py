@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fwbench.io.dims import EAGER_MODE
+from fwbench.io.dims import CELL_DIMS, EAGER_MODE
 from fwbench.io.variables import V
 
 PARTS = ("roof_s", "kernel_excess_s", "dispatch_s", "residual_s")
@@ -166,15 +166,16 @@ def compile_gain(parts: dict[str, np.ndarray], eager: int | None) -> dict[str, n
 
 def attribution_variables(cells: dict[str, np.ndarray], coords: tuple[list, ...]) -> dict:
     """stats.nc's breakdown of every cell (`cells`: the statistics so far, the pass's readings
-    and the roofline's bound; `coords`: framework, mode, arch and batch values)."""
+    and the roofline's bound; `coords`: each of CELL_DIMS' values, in that order)."""
     names = (V.median_s, "lower_bound_s", "attr_kernel_s", "attr_dispatches", "attr_floor_s")
     names += ("attr_profiled_work_s",)
     parts = time_parts(*(cells[name] for name in names))
-    parts |= batch_fit(cells[V.median_s], np.array(coords[3], dtype=float))
+    named = dict(zip(CELL_DIMS, coords, strict=True))
+    parts |= batch_fit(cells[V.median_s], np.array(named["batch"], dtype=float))
     parts |= per_step(parts, cells)
     parts["rest_outside_s"] = rest_outside(parts, cells)
     parts |= shares(parts, cells[V.median_s])
-    return parts | compile_gain(parts, eager_index(list(coords[1])))
+    return parts | compile_gain(parts, eager_index(list(named["mode"])))
 
 
 def shares(parts: dict[str, np.ndarray], median_s: np.ndarray) -> dict[str, np.ndarray]:

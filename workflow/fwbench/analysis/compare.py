@@ -23,7 +23,7 @@ from fwbench.analysis.process_spread import cell_sigma, log_ratio_spread, pooled
 from fwbench.io.atomic import atomic_path, write_text
 from fwbench.io.cell_file import read_cell
 from fwbench.io.comparisons_file import EQUIVALENT, FASTER, SLOWER
-from fwbench.io.dims import CELL_DIMS, STATUS_ABSENT, STATUS_OK
+from fwbench.io.dims import CELL_DIMS, STATUS_ABSENT, STATUS_OK, CellKey
 from fwbench.rng import seeded_rng
 
 NODE_ATTRS = ("cpu_model", "gpu_model")  # a version is compared only on one kind of node
@@ -52,14 +52,14 @@ class Version:
 
 
 def _load(paths: Iterable[str | os.PathLike]) -> dict[tuple, Version]:
-    """{(framework, mode, arch, batch): Version}: a cell measured in several processes
+    """{(framework, mode, arch, precision, batch): Version}: a cell measured in several processes
     (bench.processes) is one entry (a failed process fails it, as in
     fwbench.analysis.processes)."""
     cells: dict[tuple, Version] = {}
     seen: set[tuple] = set()
     for path in paths:
         ds = read_cell(path)
-        key = tuple(ds.attrs[name] for name in CELL_DIMS)
+        key = CellKey.of(ds.attrs).values()  # in CELL_DIMS order; float32 where unnamed
         position = (*key, int(ds.attrs.get("process", 0)))
         if position in seen:
             raise ValueError(

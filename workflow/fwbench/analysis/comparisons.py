@@ -46,7 +46,7 @@ from fwbench.io.comparisons_file import (
     SLOWER,
     UNDETERMINED,
 )
-from fwbench.io.dims import EAGER_MODE, CellKey
+from fwbench.io.dims import EAGER_MODE, FLOAT32, CellKey
 from fwbench.rng import seeded_rng
 
 
@@ -89,7 +89,7 @@ class Comparison:
 
     def row(self) -> dict[str, Any]:
         """The comparison as one record (fwbench.io.comparisons_file.COLUMNS)."""
-        fixed = {d: getattr(self.baseline, d) for d in ROW_DIMS}
+        fixed = {d: getattr(self.candidate, d) for d in ROW_DIMS}  # a precision's: bf16
         return {"kind": self.kind, **fixed} | {
             "baseline": f"{self.baseline.framework}/{self.baseline.mode}",
             "candidate": f"{self.candidate.framework}/{self.candidate.mode}",
@@ -199,6 +199,16 @@ def compile_pairs(ok: Iterable[CellKey]) -> list[tuple[CellKey, CellKey]]:
         (key.with_mode(EAGER_MODE), key)
         for key in sorted(measured, key=str)
         if key.mode != EAGER_MODE and key.with_mode(EAGER_MODE) in measured
+    ]
+
+
+def precision_pairs(ok: Iterable[CellKey]) -> list[tuple[CellKey, CellKey]]:
+    """Each measured low-precision cell against the same variant's float32 cell in its row."""
+    measured = set(ok)
+    return [
+        (key.with_precision(FLOAT32), key)
+        for key in sorted(measured, key=str)
+        if key.precision != FLOAT32 and key.with_precision(FLOAT32) in measured
     ]
 
 

@@ -11,7 +11,7 @@ import xarray as xr
 
 from fwbench.analysis.processes import NODE_SEPARATOR
 from fwbench.analysis.roofline import INVALID_FAST
-from fwbench.io.dims import CELL_DIMS, EAGER_MODE
+from fwbench.io.dims import CELL_DIMS, EAGER_MODE, along
 
 FLAG_HIGH_CV, FLAG_CONTENDED, FLAG_NOT_COMPILED = "high_cv", "contended", "not_compiled"
 FLAG_PARTIAL = "partially_compiled"
@@ -88,7 +88,7 @@ def cell_flags(
     contended, compiled), the roofline's `invalid_fast`, which cells succeeded (`ok`), the
     pooled aggregate `bench` (modes, eager_ops, node models) and its system's hardware `node`."""
     modes = bench["mode"].values.tolist()
-    compiled_mode = np.array([mode != EAGER_MODE for mode in modes])[None, :, None, None]
+    compiled_mode = along([mode != EAGER_MODE for mode in modes], "mode")
     return flag_cells(
         {
             FLAG_HIGH_CV: high_cv(cells, cv_threshold_pct, cv_machine_factor),

@@ -2,8 +2,8 @@
 mode) its measurement quality and compile evidence, per framework its dispatch floor, per system
 its counts and the attribution's closure (the variables: fwbench.io.variables.AGGREGATES).
 
-Every value is over the cells that ran (status ok) at every arch and batch; a variant without
-one is NaN (or '').
+Every value is over the float32 cells that ran (status ok) at every arch and batch, which the
+report's sections before its precision section show; a variant without one is NaN (or '').
 """
 
 from __future__ import annotations
@@ -23,12 +23,13 @@ from fwbench.io.comparisons_file import (
     DECIDED,
     EQUIVALENT,
     FASTER,
+    PRECISION,
     PREFIX,
     SLOWER,
     UNDETERMINED,
     WINNER_RIVALRY,
 )
-from fwbench.io.dims import CELL_DIMS, STATUS_FAILED, STATUS_OK, CellKey, keys_where
+from fwbench.io.dims import CELL_DIMS, FLOAT32, STATUS_FAILED, STATUS_OK, CellKey, keys_where
 from fwbench.io.variables import AGGREGATES, BY_NAME, VARIANT_DIMS, V
 
 Reducer = Callable[[np.ndarray], float]
@@ -282,10 +283,11 @@ def per_system(summary: xr.Dataset, batch: int) -> dict[str, tuple]:
 
 
 def _comparison_counts(summary: xr.Dataset, batch: int) -> dict[str, float]:
-    """How many of the comparisons at the table batch were decided, and how wide the winner
+    """How many of the float32 comparisons at the table batch were decided, and how wide the winner
     rivalries' CIs are (the records: fwbench.io.comparisons_file)."""
-    records = {c: summary[PREFIX + c].values for c in ("kind", "batch", "verdict")}
+    records = {c: summary[PREFIX + c].values for c in ("kind", "batch", "precision", "verdict")}
     at = (records["kind"].astype(str) != "") & (records["batch"] == batch)
+    at &= records["precision"] == FLOAT32
     verdicts = records["verdict"][at]
     rival = at & (records["kind"] == WINNER_RIVALRY)
     low, high = (summary[PREFIX + end].values[rival] for end in ("ci_low", "ci_high"))
@@ -302,6 +304,24 @@ def _comparison_counts(summary: xr.Dataset, batch: int) -> dict[str, float]:
     }
 
 
+def precision_counts(summary: xr.Dataset) -> dict[str, tuple]:
+    """How the low-precision cells fared against float32, at every batch: the verdicts of the
+    precision comparisons, and the cells that failed."""
+    kinds = summary[PREFIX + "kind"].values.astype(str)
+    verdicts = summary[PREFIX + "verdict"].values.astype(str)[kinds == PRECISION]
+    low = [p for p in summary["precision"].values.tolist() if p != FLOAT32]
+    failed = (summary[V.status].sel(precision=low).values == STATUS_FAILED).sum() if low else 0
+    values = {
+        V.precision_compared: float(verdicts.size),
+        V.precision_faster: float((verdicts == FASTER).sum()),
+        V.precision_slower: float((verdicts == SLOWER).sum()),
+        V.precision_equivalent: float((verdicts == EQUIVALENT).sum()),
+        V.precision_undetermined: float((verdicts == UNDETERMINED).sum()),
+        V.precision_failed_cells: float(failed),
+    }
+    return {name: ((), value) for name, value in values.items()}
+
+
 def per_row(summary: xr.Dataset) -> dict[str, tuple]:
     """Per (arch, batch): the spread of the frameworks' ONNX exports in the one runtime."""
     exporters = [
@@ -312,7 +332,7 @@ def per_row(summary: xr.Dataset) -> dict[str, tuple]:
     shape = (summary.sizes["arch"], summary.sizes["batch"])
     spread = np.full(shape, np.nan)
     if len(exporters) >= 2:
-        medians = summary[V.median_s].sel(framework=exporters, mode=ONNX_MODE)
+        medians = summary[V.median_s].sel(framework=exporters, mode=ONNX_MODE, precision=FLOAT32)
         medians = medians.transpose("framework", "arch", "batch").values
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -325,8 +345,9 @@ def per_row(summary: xr.Dataset) -> dict[str, tuple]:
 def over_cells(summary: xr.Dataset, batch: int) -> dict[str, tuple]:
     """Every variable of AGGREGATES for one system's summary (`batch`: its table batch), with
     its units or description."""
-    values = per_variant(summary) | per_framework(summary, batch) | per_row(summary)
-    values |= per_system(summary, batch)
+    fp32 = summary.sel(precision=[FLOAT32])
+    values = per_variant(fp32) | per_framework(fp32, batch) | per_row(fp32)
+    values |= per_system(fp32, batch) | precision_counts(summary)
     declared = {v.name for group in AGGREGATES.values() for v in group}
     missing = declared - set(values)
     if missing:  # pragma: no cover - a declaration without its computation

@@ -2,7 +2,8 @@
 
 The limits are the hardware file's record (fwbench.io.hardware_file.HardwareRecord, the one
 reading of results/hardware/<system>.json that the figures, the report and the speed canary
-share): the measured float32 GEMM peak, the STREAM triad bandwidth (the DRAM roof, as the first
+share): the measured GEMM peak of the cell's precision (float32's; bfloat16's for a bf16 cell,
+NaN where none was measured), the STREAM triad bandwidth (the DRAM roof, as the first
 pipeline drew it) and the record's memory levels (L1, L2, L3, DRAM), by the record's one rule
 for a level the working-set sweep did not resolve and for DRAM. A limit the file does not have
 (missing key, or null) leaves the metrics NaN and says why in `HardwareLimits.problems`; a value
@@ -29,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from fwbench.io.dims import BFLOAT16, FLOAT32
 from fwbench.io.hardware_file import (
     STREAM_TRIAD,
     HardwareRecord,
@@ -74,6 +76,12 @@ class HardwareLimits:
     # The node that measured these limits: host, cpu_model, gpu_model (hardware file schema 3;
     # empty for older files and without a file).
     node: dict[str, str] = field(default_factory=dict)
+
+    def peak_of(self, precision: str) -> float:
+        """The measured GEMM peak a cell computing in `precision` is held against (NaN where
+        the hardware stage measured none for it)."""
+        peaks = {FLOAT32: self.peak_flops_per_s, BFLOAT16: self.bf16_peak_flops_per_s}
+        return peaks.get(precision, math.nan)
 
     @property
     def ridge_flop_per_byte(self) -> float:
@@ -211,15 +219,18 @@ def roofline(
     working_set_bytes: np.ndarray,
     median_s: np.ndarray,
     limits: HardwareLimits,
+    peak_flops_per_s: np.ndarray | float | None = None,
 ) -> RooflineMetrics:
-    """The roofline metrics of cells with these FLOPs, bytes, working sets and medians."""
+    """The roofline metrics of cells with these FLOPs, bytes, working sets and medians;
+    `peak_flops_per_s` per cell (each its precision's, limits.peak_of), else float32's."""
+    peak = limits.peak_flops_per_s if peak_flops_per_s is None else peak_flops_per_s
     flops, bytes_moved, median_s = (
         np.asarray(a, dtype=float) for a in (flops, bytes_moved, median_s)
     )
     levels = limits.levels or dram_only(limits.bandwidth_Bps)
     level_Bps, level_names = level_bandwidths(working_set_bytes, levels)
     with np.errstate(divide="ignore", invalid="ignore"):
-        compute_s = flops / limits.peak_flops_per_s
+        compute_s = flops / peak
         memory_s = bytes_moved / level_Bps
         lower_bound_s = np.maximum(compute_s, memory_s)
         dram_lower_bound_s = np.maximum(compute_s, bytes_moved / limits.bandwidth_Bps)

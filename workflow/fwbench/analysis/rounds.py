@@ -36,7 +36,14 @@ import xarray as xr
 from scipy import stats as scipy_stats
 
 from fwbench.io.dims import STATUS_OK, CellKey
-from fwbench.io.rounds_file import AFTER_SWITCH, WARM
+from fwbench.io.rounds_file import AFTER_SWITCH, WARM, variant_name, variant_precisions
+
+Variant = tuple[str, str, str]  # (framework, mode, precision)
+
+
+def _variant(key: CellKey) -> Variant:
+    return key.framework, key.mode, key.precision
+
 
 METHOD = "rounds: sets of interleaved processes as blocks, moderated variances (Student's t)"
 PRIOR_DOF = 4.0  # d₀: how many degrees of freedom the file's typical variance counts for
@@ -47,13 +54,13 @@ class Block:
     """One rounds file's table: per complete variant its mean log median over the sets and its
     moderated residual variance (with its dof); the number of sets."""
 
-    means: dict[tuple[str, str], float]  # (framework, mode) -> mean over sets of x
-    variances: dict[tuple[str, str], float]  # (framework, mode) -> σ̃²
+    means: dict[Variant, float]  # (framework, mode, precision) -> mean over sets of x
+    variances: dict[Variant, float]  # (framework, mode, precision) -> σ̃²
     variance_dof: float
     sets: int
-    turn_cost: dict[tuple[str, str], float]  # median after_switch / warm sample
+    turn_cost: dict[Variant, float]  # median after_switch / warm sample
 
-    def se_dof(self, a: tuple[str, str], b: tuple[str, str]) -> tuple[float, float]:
+    def se_dof(self, a: Variant, b: Variant) -> tuple[float, float]:
         """The standard error of μ̂[a] − μ̂[b] and its Welch–Satterthwaite dof."""
         va, vb = self.variances[a] / self.sets, self.variances[b] / self.sets
         if va + vb == 0:
@@ -86,7 +93,7 @@ def block_of(ds: xr.Dataset) -> Block | None:
         return None
     variances, dof = moderated_variances(x)
     frameworks, modes = samples["framework"].values.tolist(), samples["mode"].values.tolist()
-    names = list(zip(frameworks, modes, strict=True))
+    names = list(zip(frameworks, modes, variant_precisions(samples), strict=True))
     cost = (samples.sel(sample=AFTER_SWITCH) / samples.sel(sample=WARM)).median(("set", "round"))
     return Block(
         means=dict(zip(names, x.mean(axis=1).tolist(), strict=True)),
@@ -98,7 +105,9 @@ def block_of(ds: xr.Dataset) -> Block | None:
 
 
 class Rounds:
-    """One system's rounds, by (arch, batch)."""
+    """One system's rounds, by (arch, batch); each block holds the variants (framework, mode,
+    precision) its rounds measured together, float32's and, where the rounds ran them, the low
+    precisions' (a file without precisions measured float32)."""
 
     def __init__(self, datasets: list[xr.Dataset]):
         self.blocks: dict[tuple[str, int], Block] = {}
@@ -109,12 +118,12 @@ class Rounds:
 
     def _block(self, key: CellKey) -> Block | None:
         block = self.blocks.get((key.arch, key.batch))
-        return block if block and (key.framework, key.mode) in block.means else None
+        return block if block and _variant(key) in block.means else None
 
     def log_median(self, key: CellKey) -> float | None:
         """The variant's mean log median in the rounds (None: not in them)."""
         block = self._block(key)
-        return None if block is None else block.means[(key.framework, key.mode)]
+        return None if block is None else block.means[_variant(key)]
 
     def estimate(self, baseline: CellKey, candidate: CellKey) -> tuple[float, float, float] | None:
         """(log speedup of candidate over baseline, its se, dof), or None where the rounds do
@@ -122,7 +131,7 @@ class Rounds:
         block = self._block(baseline)
         if block is None or self._block(candidate) is not block:
             return None
-        a, b = (baseline.framework, baseline.mode), (candidate.framework, candidate.mode)
+        a, b = _variant(baseline), _variant(candidate)
         return block.means[a] - block.means[b], *block.se_dof(a, b)
 
     def describe(self) -> str:
@@ -140,9 +149,9 @@ class Rounds:
                 "tables": {
                     f"{arch}/b{batch}": {
                         "sigma_log": {
-                            f"{f}/{m}": math.sqrt(v) for (f, m), v in b.variances.items()
+                            variant_name(*v): math.sqrt(s2) for v, s2 in b.variances.items()
                         },
-                        "turn_cost": {f"{f}/{m}": c for (f, m), c in b.turn_cost.items()},
+                        "turn_cost": {variant_name(*v): c for v, c in b.turn_cost.items()},
                     }
                     for (arch, batch), b in sorted(self.blocks.items())
                 },

@@ -65,7 +65,7 @@ from fwbench.io.comparisons_file import (
     comparisons_table,
     write_comparisons_table,
 )
-from fwbench.io.dims import CELL_DIMS, STATUS_OK, keys_where, nearest_batch
+from fwbench.io.dims import CELL_DIMS, STATUS_OK, along, keys_where, nearest_batch
 from fwbench.io.per_system import one_system
 from fwbench.io.stats_file import write_stats, write_stats_table
 from fwbench.io.variables import V
@@ -199,6 +199,22 @@ def _summary_attrs(
     )
 
 
+def _with_roofline(cells: dict[str, np.ndarray], bench: xr.Dataset, limits: HardwareLimits):
+    """Each cell's roofline metrics, against its own precision's peak, put into `cells`."""
+    peaks = along([limits.peak_of(str(p)) for p in bench["precision"].values], "precision")
+    metrics = roofline(
+        cells["flops"],
+        cells["bytes"],
+        cells["working_set_bytes"],
+        cells[V.median_s],
+        limits,
+        peaks,
+    )
+    for name in ROOFLINE_VARIABLES:
+        cells[name] = getattr(metrics, name)
+    return metrics
+
+
 def summarize(
     bench: xr.Dataset,
     limits: HardwareLimits,
@@ -227,11 +243,7 @@ def summarize(
     cells["canary_rho"] = np.where(
         ok, canary_correlation(latency, _series(bench, "speed_factor")), np.nan
     )
-    metrics = roofline(
-        cells["flops"], cells["bytes"], cells["working_set_bytes"], cells[V.median_s], limits
-    )
-    for name in ROOFLINE_VARIABLES:
-        cells[name] = getattr(metrics, name)
+    metrics = _with_roofline(cells, bench, limits)
     cells |= attribution_variables(cells, coords)
     together = Rounds(list(rounds))
     named = dict(zip(CELL_DIMS, coords, strict=True))

@@ -3,7 +3,8 @@
 Each framework lives in its own package `frameworks/<framework>/` with the same modules in
 each (`infer.py`, `models.py`, `train.py`, `hardware.py`; the interfaces they provide are in
 `frameworks.protocols`), and only those modules import it. Each package's `__init__` holds its
-FrameworkInfo (modes, distributions, pre-import environment, compile options); this module
+FrameworkInfo (modes, distributions, pre-import environment, compile options, the precisions
+each mode runs beside float32); this module
 collects them and imports no framework, so a JAX job never imports torch or tensorflow. The
 rest of fwbench asks these functions and never branches on a framework's name.
 """
@@ -15,7 +16,9 @@ import re
 from collections.abc import Iterable
 from types import ModuleType
 
-from fwbench.frameworks.info import FrameworkInfo
+from fwbench.frameworks.info import BFLOAT16 as BFLOAT16  # the precisions, re-exported
+from fwbench.frameworks.info import FLOAT32, FrameworkInfo
+from fwbench.frameworks.info import PRECISIONS as PRECISIONS
 from fwbench.frameworks.jax import INFO as JAX
 from fwbench.frameworks.tensorflow import INFO as TENSORFLOW
 from fwbench.frameworks.torch import INFO as TORCH
@@ -73,6 +76,26 @@ def check_framework_mode(framework: str, mode: str) -> None:
     if mode not in framework_info(framework).modes and not is_compiled_variant(framework, mode):
         known = ", ".join(MODES[framework])
         raise ValueError(f"mode {mode!r} does not exist for {framework}; its modes: {known}")
+
+
+def mode_precisions(framework: str, mode: str) -> tuple[str, ...]:
+    """The precisions `mode` runs: float32, then the others its FrameworkInfo names (a
+    compiled variant's are its compiled mode's)."""
+    check_framework_mode(framework, mode)
+    record = FRAMEWORKS[framework]
+    if is_compiled_variant(framework, mode):
+        mode = record.compile_modes[0]
+    return (FLOAT32, *record.precisions.get(mode, ()))
+
+
+def check_precision(framework: str, mode: str, precision: str) -> str:
+    """`precision`, if `mode` runs it; else raises naming it, the mode and the ones it runs."""
+    known = mode_precisions(framework, mode)
+    if precision not in known:
+        raise ValueError(
+            f"precision {precision!r} is not one of {framework}/{mode}'s: {', '.join(known)}"
+        )
+    return precision
 
 
 def is_export_mode(framework: str, mode: str) -> bool:

@@ -1,5 +1,5 @@
-"""What every framework's Runner does alike, once: the checks of mode, compile options, device
-and input, with one message each, and the call protocol around the timed call.
+"""What every framework's Runner does alike, once: the checks of mode, precision, compile
+options, device and input, with one message each, and the call protocol around the timed call.
 
 An adapter's Runner subclasses `BaseRunner` and supplies only what differs: its framework's
 name and version, whether it sees a CUDA device, how an input reaches the device, the call,
@@ -18,7 +18,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from fwbench.frameworks import check_compile_options, check_framework_mode, is_export_mode
+from fwbench.frameworks import (
+    FLOAT32,
+    check_compile_options,
+    check_framework_mode,
+    check_precision,
+    is_export_mode,
+)
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.trace import Trace
 from fwbench.model.specs import ArchSpec
@@ -55,8 +61,9 @@ def check_artifact(framework: str, mode: str, artifact: str | None) -> str | Non
 
 
 class BaseRunner(ABC):
-    """One model in one mode on one device. `build` checks the mode, its compile options and
-    the device before the subclass builds anything; `prepare` checks the input."""
+    """One model in one mode and precision on one device. `build` checks the mode, the
+    precision, the compile options and the device before the subclass builds anything;
+    `prepare` checks the input (float32, whatever the precision: to_device casts it)."""
 
     FRAMEWORK: ClassVar[str]
 
@@ -68,8 +75,10 @@ class BaseRunner(ABC):
         device: str,
         options: dict[str, Any] | None = None,
         artifact: str | None = None,
+        precision: str = FLOAT32,
     ) -> None:
         check_framework_mode(self.FRAMEWORK, mode)
+        self.precision = check_precision(self.FRAMEWORK, mode, precision)
         self.options = check_compile_options(self.FRAMEWORK, mode, options)
         check_device(self.FRAMEWORK, self.version(), device, self.cuda_available)
         self.artifact = check_artifact(self.FRAMEWORK, mode, artifact)
@@ -87,18 +96,22 @@ class BaseRunner(ABC):
         device: str,
         options: dict[str, Any] | None = None,
         artifact: str | None = None,
+        precision: str = FLOAT32,
     ) -> BaseRunner:
         """A Runner for `spec` holding `weights` in `mode` on `device`; `options`: the compile
         options of a compiled mode (frameworks.compile_option_names), refused elsewhere;
-        `artifact`: the exported file an export mode runs (its weights are the artifact's)."""
-        return cls(spec, weights, mode, device, options, artifact)
+        `artifact`: the exported file an export mode runs (its weights are the artifact's, an
+        export in the same precision); `precision`: what the model computes in, one of
+        frameworks.mode_precisions."""
+        return cls(spec, weights, mode, device, options, artifact, precision)
 
     # ---- what every adapter supplies ---------------------------------------------------------
 
     @abstractmethod
     def _setup(self, weights: Weights | None) -> None:
-        """Build the model from `weights` for self.spec, self.mode and self.device, after the
-        checks passed; an export mode loads self.artifact instead (its weights: None)."""
+        """Build the model from `weights` for self.spec, self.mode, self.precision and
+        self.device, after the checks passed; an export mode loads self.artifact instead (its
+        weights: None)."""
 
     @staticmethod
     @abstractmethod
@@ -112,8 +125,8 @@ class BaseRunner(ABC):
 
     @abstractmethod
     def to_device(self, x: np.ndarray) -> Any:
-        """A checked float32 neutral-layout input in the framework's layout on the device,
-        synced."""
+        """A checked float32 neutral-layout input in the framework's layout on the device, in
+        self.precision, synced."""
 
     @abstractmethod
     def call_in_context(self, prepared: Any) -> Any:
@@ -157,7 +170,8 @@ class BaseRunner(ABC):
         return contextlib.nullcontext()
 
     def to_numpy(self, output: Any) -> np.ndarray:
-        return np.asarray(output)
+        """The output as a float32 numpy array, whatever the precision it was computed in."""
+        return np.asarray(output, dtype=np.float32)
 
     def peak_device_memory_bytes(self) -> int | None:
         """The framework allocator's peak on an accelerator; None on CPU."""

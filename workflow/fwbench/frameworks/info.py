@@ -6,6 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+# The precisions a model computes in (fwbench.precisions, re-exported): a FrameworkInfo names,
+# per mode, the others than float32 it runs. Inputs always arrive as float32 and outputs leave
+# as float32; a runner casts in between.
+from fwbench.precisions import BFLOAT16 as BFLOAT16
+from fwbench.precisions import FLOAT32 as FLOAT32
+from fwbench.precisions import PRECISIONS as PRECISIONS
+
 
 @dataclass(frozen=True)
 class FrameworkInfo:
@@ -42,6 +49,9 @@ class FrameworkInfo:
     # change.
     runtime_modes: Mapping[str, str] = field(default_factory=dict)
     mode_distributions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # Per mode, the precisions beyond float32 it runs (each one of PRECISIONS); a compiled
+    # variant takes its compiled mode's (the first of compile_modes).
+    precisions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Its hardware probe is a frameworks.protocols.StreamProbe: it runs STREAM and the
     # working-set sweep on CUDA, and names the GPU.
     stream_probe: bool = False

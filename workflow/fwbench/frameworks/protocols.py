@@ -20,6 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from fwbench.frameworks.info import FLOAT32
 from fwbench.frameworks.trace import Trace
 from fwbench.model.resnet import ResNetSpec
 from fwbench.model.specs import ArchSpec
@@ -77,7 +78,8 @@ class Runner(Protocol):
     def sync(self, output: Any) -> None:
         """Block until `output` is computed (CUDA sync, block_until_ready, materialize)."""
 
-    def to_numpy(self, output: Any) -> np.ndarray: ...
+    def to_numpy(self, output: Any) -> np.ndarray:
+        """The output as a float32 numpy array, whatever precision it was computed in."""
 
     def compile_info(self) -> CompileInfo:
         """Valid after the first call."""
@@ -115,10 +117,15 @@ class InferenceAdapter(Protocol):
         device: str,
         options: dict[str, Any] | None = None,
         artifact: str | None = None,
+        precision: str = FLOAT32,
     ) -> Runner:
         """`options`: the compiler's options for a compiled mode (torch.compile's); an
         adapter whose modes take none raises on any. `artifact`: the file an export mode's
-        runner loads (required there, refused elsewhere)."""
+        runner loads (required there, refused elsewhere), exported in `precision`.
+        `precision`: what the model computes in (frameworks.mode_precisions; another raises
+        naming it, before anything is built): its weights and activations in that dtype, as
+        the framework's users cast a model; inputs still arrive as float32 (the runner casts
+        them) and to_numpy returns float32."""
 
     def null_call(self, device: str) -> NullCall:
         """The framework's dispatch floor on `device`, timed beside every cell as its null-call
@@ -150,9 +157,17 @@ class ExportAdapter(Protocol):
     artifact=)`."""
 
     def export(
-        self, spec: ArchSpec, weights: Weights, mode: str, device: str, stem: str
+        self,
+        spec: ArchSpec,
+        weights: Weights,
+        mode: str,
+        device: str,
+        stem: str,
+        precision: str = FLOAT32,
     ) -> Exported:
-        """Export the model for `mode` on `device` to `stem` + the format's suffix."""
+        """Export the model for `mode` on `device` to `stem` + the format's suffix, made from
+        the model in `precision` (frameworks.mode_precisions; another raises naming it): the
+        artifact takes and computes in that dtype. `details` records the precision."""
 
 
 # ---- training ------------------------------------------------------------------------------

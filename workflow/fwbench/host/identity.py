@@ -24,6 +24,11 @@ ISA_FLAGS = (
     "amx_tile",
     "amx_bf16",
     "amx_fp16",
+    # the int8 dot-product instructions a quantized GEMM runs on (without them, x86 int8
+    # kernels widen to 16 bits: ONNX Runtime's reduce_range advice)
+    "avx512_vnni",
+    "avx_vnni",
+    "amx_int8",
     "asimd",
     "sve",
 )

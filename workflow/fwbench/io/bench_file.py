@@ -1,8 +1,9 @@
 """The aggregate, results/aggregate/bench.nc: every benchmark cell in one xarray Dataset
 (netCDF4 via h5netcdf), built by fwbench.analysis.aggregate; its version, writer and reader.
 
-Dimensions system (the config's kinds of node), framework, mode, arch, batch, process (each of
-a cell's fresh processes; size 1 in a one-process sweep) and repeat (the raw iterations).
+Dimensions system (the config's kinds of node), framework, mode, arch, precision (what the
+model computes in; version 3, float32 before), batch, process (each of a cell's fresh processes;
+size 1 in a one-process sweep) and repeat (the raw iterations).
 Variables (SI units in each `units` attribute, text in each `description`):
   latency_s(..., repeat)   s    every timed sample of the cell (NaN beyond its repeats)
   speed_factor, slow_sample, canary_chain_s, canary_read_s (..., repeat)   the speed canary
@@ -33,10 +34,12 @@ import xarray as xr
 
 from fwbench.io.atomic import write_netcdf
 from fwbench.io.common import read_versioned_netcdf, with_schema_version
+from fwbench.io.dims import FLOAT32
 
 # 2 adds the canary's per-sample series and slow_machine; version 1 files read without them.
-SCHEMA_VERSION = 2
-READABLE = (1, 2)
+# 3 adds the precision dimension; older files are read with every cell at float32.
+SCHEMA_VERSION = 3
+READABLE = (1, 2, 3)
 UNVERSIONED = 1  # bench.nc from before the attribute existed has version 1's layout
 WHAT = "benchmark aggregate"
 RERUN = "the aggregate_bench rule (snakemake --forcerun aggregate_bench)"
@@ -49,4 +52,17 @@ def write_bench(ds: xr.Dataset, path: str | os.PathLike) -> None:
 
 def read_bench(path: str | os.PathLike) -> xr.Dataset:
     """The whole aggregate, its schema version checked (and not kept in the attributes)."""
-    return read_versioned_netcdf(path, READABLE, WHAT, UNVERSIONED, RERUN)
+    return _with_precision(read_versioned_netcdf(path, READABLE, WHAT, UNVERSIONED, RERUN))
+
+
+def _with_precision(ds: xr.Dataset) -> xr.Dataset:
+    """A file before version 3 with its per-cell variables at precision float32 (before
+    batch, where the aggregate puts it)."""
+    if "precision" in ds.dims:
+        return ds
+    per_cell = {
+        name: ds[name].expand_dims(precision=[FLOAT32], axis=ds[name].dims.index("batch"))
+        for name in ds.data_vars
+        if "batch" in ds[name].dims
+    }
+    return ds.assign(per_cell)

@@ -8,7 +8,8 @@ Its variables (the per-sample series, the scalars, and the numbers and text kept
 attributes), each with its unit, meaning and the schema version that added it, are declared in
 fwbench.io.variables (files CELL); a cell older than a variable reads it as NaN.
 Attributes: framework, framework_version, versions (JSON of every relevant distribution), mode,
-arch, batch, process (which of the cell's fresh processes: 0 when absent), status ('ok' |
+arch, batch, precision (what the model computes in: float32, bfloat16; schema version 9,
+float32 before), process (which of the cell's fresh processes: 0 when absent), status ('ok' |
 'failed'), error_type, error_message, traceback_tail, compile_how, eager_ops (ops a compiled
 mode left to the framework's eager kernels, beyond the GEMM/convolution libraries; '' when
 none), counter_note, device, system (the config's name of the kind of node; schema
@@ -45,14 +46,14 @@ from fwbench.io.common import (
     check_schema_version,
     schema_version,
 )
-from fwbench.io.dims import CELL_DIMS, STATUS_OK, CellKey
+from fwbench.io.dims import CELL_DIMS, FLOAT32, STATUS_OK, CellKey
 from fwbench.io.variables import CELL_SCALARS, CELL_SERIES
 
 # Per timed sample (dimension repeat), latency_s first; the scalar variables; with units.
 SERIES = CELL_SERIES
 UNITS = CELL_SERIES | CELL_SCALARS
 SCALARS = list(CELL_SCALARS)
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 # Version 1 lacks the contention variables other_cores_probe, other_cores_during, cpu_pressure;
 # versions 1 and 2 lack working_set_bytes and null_call_s (all read as NaN); versions 1 to 3
 # lack the attributes system, cpu_model and gpu_model (the aggregate is told the system; the
@@ -60,8 +61,9 @@ SCHEMA_VERSION = 8
 # layout. Versions 1 to 4 lack calls_per_sample (one call per sample; read as NaN). Versions 1
 # to 5 lack the canary's variables and the slow_machine attribute (NaN). Version 6 lacks
 # canary_read_factor (NaN) and its speed_factor is the larger of the chain's and the read's.
-# Versions 1 to 7 lack the attribution pass's variables (NaN).
-READABLE = (1, 2, 3, 4, 5, 6, 7, 8)
+# Versions 1 to 7 lack the attribution pass's variables (NaN). Versions 1 to 8 lack the
+# precision attribute: they computed in float32 (CellKey.of reads them so).
+READABLE = (1, 2, 3, 4, 5, 6, 7, 8, 9)
 UNVERSIONED = 1
 WHAT = "cell file"
 
@@ -75,6 +77,7 @@ class Cell:
     arch: str
     batch: int
     repeats: int
+    precision: str = FLOAT32
     latency_s: np.ndarray | None = None
     scalars: dict[str, float] = field(default_factory=dict)
     attrs: dict[str, Any] = field(default_factory=dict)
@@ -98,6 +101,7 @@ class Cell:
             "mode": self.mode,
             "arch": self.arch,
             "batch": int(self.batch),
+            "precision": self.precision,
             "repeats": int(self.repeats),
             "status": STATUS_OK,
             SCHEMA_KEY: SCHEMA_VERSION,
@@ -171,7 +175,7 @@ def read_cell_record(path: str | os.PathLike) -> CellRecord:
     with h5py.File(path, "r") as handle:
         attrs = _read_attrs(handle.id)
         latency = _read_array(handle.id, "latency_s")
-        missing = [key for key in CELL_DIMS if key not in attrs]
+        missing = [key for key in CELL_DIMS if key not in attrs and key != "precision"]
         if missing or latency is None:
             raise ValueError(
                 f"{path} is not a cell file (missing {', '.join(missing) or 'latency_s'})"

@@ -28,8 +28,8 @@ FASTER, SLOWER, EQUIVALENT, UNDETERMINED = "faster", "slower", "equivalent", "un
 VERDICTS = (FASTER, SLOWER, EQUIVALENT, UNDETERMINED)
 DECIDED = (FASTER, SLOWER, EQUIVALENT)  # what the data settled: all but UNDETERMINED
 # what is compared
-WINNER_RIVALRY, COMPILE, DEPLOYMENT = "winner", "compile", "deployment"
-KINDS = (WINNER_RIVALRY, COMPILE, DEPLOYMENT)
+WINNER_RIVALRY, COMPILE, DEPLOYMENT, PRECISION = "winner", "compile", "deployment", "precision"
+KINDS = (WINNER_RIVALRY, COMPILE, DEPLOYMENT, PRECISION)
 
 COMPARISON = "comparison"  # stats.nc's dimension of compared pairs
 PREFIX = "comparison_"
@@ -37,8 +37,9 @@ ROW_DIMS = tuple(d for d in CELL_DIMS if d not in VARIANT_DIMS)
 COLUMNS = {
     "kind": f"what is compared: {WINNER_RIVALRY} (a rival against the fastest of its row), "
     f"{COMPILE} (a mode against its eager cell), {DEPLOYMENT} (an export mode against its "
-    "framework's best own mode)",
-    **{d: f"the compared cells' {d}" for d in ROW_DIMS},
+    f"framework's best own mode), {PRECISION} (a low-precision cell against the same variant "
+    "in float32)",
+    **{d: f"the compared cells' {d} (the candidate's)" for d in ROW_DIMS},
     "baseline": "framework/mode of the baseline",
     "candidate": "framework/mode of the candidate",
     "speedup": "the baseline's median over the candidate's (above 1: the candidate is faster); "

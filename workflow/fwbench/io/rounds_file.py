@@ -2,7 +2,8 @@
 every variant of one (architecture, batch) measured in alternation by one set of fresh worker
 processes (fwbench.measure.rounds); a row's sets are read as one table (rounds_by_system).
 
-Dimensions: `variant` (framework/mode; coords `framework`, `mode`, `version`), `set` (a set of
+Dimensions: `variant` (framework/mode, and /precision where it is not float32; coords
+`framework`, `mode`, `version`, `precision`: a file without it measured float32), `set` (a set of
 fresh worker processes, one per variant; coordinate: the set's index; one per file since
 schema 2, all of a row's in a schema-1 file), `round` (each variant takes one turn per round, in an
 order shuffled every round), `sample` (a turn's samples, back to back: `after_switch` right
@@ -29,6 +30,7 @@ import xarray as xr
 
 from fwbench.io.atomic import write_netcdf
 from fwbench.io.common import read_versioned_netcdf, with_schema_version
+from fwbench.precisions import FLOAT32
 
 SCHEMA_VERSION = 2  # 2: one set per file, `set` a coordinate
 WHAT = "rounds file"
@@ -37,8 +39,17 @@ AFTER_SWITCH, WARM = "after_switch", "warm"
 SAMPLES = (AFTER_SWITCH, WARM)
 
 
-def variant_name(framework: str, mode: str) -> str:
-    return f"{framework}/{mode}"
+def variant_name(framework: str, mode: str, precision: str = FLOAT32) -> str:
+    """framework/mode, and the precision where it is not float32 (as CellKey names a cell)."""
+    name = f"{framework}/{mode}"
+    return name if precision == FLOAT32 else f"{name}/{precision}"
+
+
+def variant_precisions(ds: xr.Dataset) -> list[str]:
+    """Each variant's precision (float32 in a file written before the coordinate)."""
+    if "precision" not in ds.coords:
+        return [FLOAT32] * ds.sizes["variant"]
+    return [str(p) for p in ds["precision"].values]
 
 
 def write_rounds(ds: xr.Dataset, path: str | os.PathLike) -> None:

@@ -30,7 +30,7 @@ import xarray as xr
 
 from fwbench.io.atomic import write_netcdf, write_text
 from fwbench.io.common import read_versioned_netcdf, with_schema_version
-from fwbench.io.dims import CELL_DIMS, STATUS_FAILED, CellKey, keys_where, variants_in
+from fwbench.io.dims import CELL_DIMS, FLOAT32, STATUS_FAILED, CellKey, keys_where, variants_in
 from fwbench.io.per_system import one_system
 from fwbench.io.variables import V
 
@@ -42,9 +42,12 @@ from fwbench.io.variables import V
 # are refused naming the stats rule. 4: every comparison as a record over the dimension
 # `comparison` (fwbench.io.comparisons_file), verdicts faster / slower / equivalent /
 # undetermined at one level, the winners' contenders, ratio CI and p in place of the tie and
-# Holm's p, deployment_verdict, compile_equivalent_cells.
-SCHEMA_VERSION = 4
-READABLE = (4,)
+# Holm's p, deployment_verdict, compile_equivalent_cells. 5: the precision dimension (every
+# cell variable over it; the comparisons name their precision).
+SCHEMA_VERSION = 5
+PRECISION = "precision"
+VIEW_DIMS = tuple(d for d in CELL_DIMS if d != PRECISION)  # a StatsView's cell dimensions
+READABLE = (5,)
 WHAT = "statistics file"
 RERUN = "the stats rule (snakemake --forcerun stats)"
 
@@ -71,16 +74,26 @@ def read_stats_table(path: str | os.PathLike) -> pd.DataFrame:
 
 
 class StatsView:
-    """One system's statistics as the figures, tables and report read them: a cell's value by
-    its key, a variant's values, the variants and failed cells present, the table batch, and
-    the values over many cells, each by its declared name (fwbench.io.variables.V)."""
+    """One system's statistics at one precision (float32 unless named) as the figures, tables
+    and report read them: a cell's value by its key, a variant's values, the variants and
+    failed cells present, the table batch, and the values over many cells, each by its
+    declared name (fwbench.io.variables.V). The precision is a scalar coordinate of the view,
+    so its arrays are over VIEW_DIMS (CELL_DIMS without it) and its keys carry it."""
 
-    def __init__(self, stats: xr.Dataset, system: str | None = None):
-        self.ds = one_system(stats, system) if system else one_system(stats)
+    def __init__(self, stats: xr.Dataset, system: str | None = None, precision: str = FLOAT32):
+        one = one_system(stats, system) if system else one_system(stats)
+        self.precision, self.system, self._every = precision, system, one
+        self.ds = one  # a part of the statistics without the dimension: one precision's
+        if PRECISION in one.dims:
+            if precision not in one[PRECISION].values:
+                raise ValueError(f"no {precision} cells in the statistics")
+            self.ds = one.sel(precision=precision)
 
     @classmethod
-    def read(cls, path: str | os.PathLike, system: str | None = None) -> StatsView:
-        return cls(read_stats(path), system)
+    def read(
+        cls, path: str | os.PathLike, system: str | None = None, precision: str = FLOAT32
+    ) -> StatsView:
+        return cls(read_stats(path), system, precision)
 
     @property
     def attrs(self) -> dict[str, Any]:
@@ -88,20 +101,38 @@ class StatsView:
 
     # --- cells ----------------------------------------------------------------------------
     def value(self, name: str, key: CellKey) -> Any:
-        """`name` at one cell."""
-        return self.ds[name].sel(**key.sel()).item()
+        """`name` at one cell (of the view's precision)."""
+        if key.precision != self.precision:
+            raise ValueError(f"{key} is not a cell of this {self.precision} view")
+        at = {d: v for d, v in key.sel().items() if d != PRECISION}
+        return self.ds[name].sel(**at).item()
+
+    def precisions(self) -> list[str]:
+        """Every precision the system's statistics hold (the view shows one of them)."""
+        every = self._every
+        return [str(p) for p in every[PRECISION].values] if PRECISION in every.dims else []
+
+    def in_precision(self, precision: str) -> StatsView:
+        """The same system's view at another precision."""
+        return StatsView(self._every, None, precision)
+
+    @staticmethod
+    def columns(key: CellKey) -> tuple[Any, ...]:
+        """A cell's coordinates as the view's tables show them (VIEW_DIMS)."""
+        return tuple(getattr(key, d) for d in VIEW_DIMS)
 
     def values(self, name: str) -> np.ndarray:
-        """`name` over every cell, in CELL_DIMS order."""
-        return self.ds[name].transpose(*CELL_DIMS).values
+        """`name` over every cell, in VIEW_DIMS order."""
+        return self.ds[name].transpose(*VIEW_DIMS).values
 
     def series(self, name: str, framework: str, mode: str, **at: Any) -> np.ndarray:
         """One variant's values of `name` over the remaining dims (arch, batch), or at `at`."""
         return self.ds[name].sel(framework=framework, mode=mode, **at).values
 
     def keys_where(self, mask: np.ndarray) -> list[CellKey]:
-        """The cells where `mask` (over CELL_DIMS) holds."""
-        return list(keys_where(self.ds, mask))
+        """The cells where `mask` (over VIEW_DIMS) holds."""
+        coords = {d: self.ds[d].values for d in VIEW_DIMS} | {PRECISION: [self.precision]}
+        return list(keys_where(coords, np.expand_dims(mask, CELL_DIMS.index(PRECISION))))
 
     def status(self) -> np.ndarray:
         return self.values(V.status)

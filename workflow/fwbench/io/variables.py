@@ -391,6 +391,14 @@ SPEEDUPS = (
     ),
     _stat("speedup_vs_best_ci_low", "1", "lower end of that ratio's CI"),
     _stat("speedup_vs_best_ci_high", "1", "upper end of that ratio's CI"),
+    _stat(
+        "speedup_vs_float32",
+        "1",
+        "a low-precision cell: the same variant's float32 median over this cell's (same arch"
+        " and batch)",
+    ),
+    _stat("speedup_vs_float32_ci_low", "1", "lower end of that ratio's CI"),
+    _stat("speedup_vs_float32_ci_high", "1", "upper end of that ratio's CI"),
 )
 QUALITY = (
     _stat("process_sigma", "1", "σ of log process medians used for the median's CI"),
@@ -493,6 +501,12 @@ STATS_TEXT = (
     _text(
         "deployment_verdict",
         "an export mode against its framework's best own mode, as speedup_verdict",
+        Pool.COMPUTED,
+        files=_S,
+    ),
+    _text(
+        "precision_verdict",
+        "a low-precision cell against the same variant in float32, as speedup_verdict",
         Pool.COMPUTED,
         files=_S,
     ),
@@ -610,6 +624,14 @@ PER_SYSTEM = (
     _per_variant("comparisons_equivalent", "1", "of them, decided equivalent"),
     _per_variant("comparisons_undetermined", "1", "of them, undetermined"),
     _per_variant("rivalries_total", "1", "rivals against their row's fastest at the table batch"),
+    _per_variant(
+        "precision_compared", "1", "low-precision cells set against float32 (every batch)"
+    ),
+    _per_variant("precision_faster", "1", "of them, decided faster than float32"),
+    _per_variant("precision_slower", "1", "of them, decided slower than float32"),
+    _per_variant("precision_equivalent", "1", "of them, decided equivalent to float32"),
+    _per_variant("precision_undetermined", "1", "of them, undetermined"),
+    _per_variant("precision_failed_cells", "1", "low-precision cells that failed"),
     _per_variant("rivalries_decided", "1", "of them, decided (faster, slower or equivalent)"),
     _per_variant(
         "rivalry_half_width_pct",

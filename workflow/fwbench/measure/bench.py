@@ -74,6 +74,7 @@ def build(request: CellRequest, attrs: dict[str, Any]) -> tuple[Any, Any, Any]:
         request.device,
         request.compile_options or None,
         artifact,
+        precision=request.precision,
     )
     prepared = runner.prepare(weights.make_input(spec, request.batch, request.seed))
     attrs["build_s"] = time.perf_counter() - start
@@ -84,7 +85,8 @@ def _measure(request: CellRequest, cell: Cell) -> None:
     """Fill `cell` with the measurement; raises whatever the framework raises."""
     from fwbench.model.specs import build_spec
 
-    cell.scalars |= _analytic_cost(build_spec(request.arch, request.dims), request.batch)
+    spec = build_spec(request.arch, request.dims)
+    cell.scalars |= _analytic_cost(spec, request.batch, request.precision)
     adapter, runner, prepared = build(request, cell.attrs)
     rss_before_canary = peak_rss_bytes()
     canary = cell_canary(request, cell)
@@ -131,11 +133,12 @@ def _artifact(request: CellRequest) -> str | None:
     return artifact_of(request.artifact)
 
 
-def _analytic_cost(spec: Any, batch: int) -> dict[str, float]:
+def _analytic_cost(spec: Any, batch: int, precision: str) -> dict[str, float]:
+    """The cost model's FLOPs and bytes (at the precision's width) of one call."""
     from fwbench.model import cost
     from fwbench.model.specs import RecurrentSpec
 
-    analytic = cost.cost(spec, batch)
+    analytic = cost.cost(spec, batch, precision)
     return {
         "flops": analytic.flops,
         "bytes": analytic.bytes,
@@ -245,7 +248,14 @@ def _describe_runner(
 
 
 def _new_cell(request: CellRequest, threads_info: dict[str, Any], cache_note: str) -> Cell:
-    cell = Cell(request.framework, request.mode, request.arch, request.batch, request.repeats)
+    cell = Cell(
+        request.framework,
+        request.mode,
+        request.arch,
+        request.batch,
+        request.repeats,
+        precision=request.precision,
+    )
     cell.attrs |= {
         "framework_version": next(iter(request.versions.values()), "unknown"),
         "versions": request.versions | provenance.runtime(),

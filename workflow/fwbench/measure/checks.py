@@ -1,7 +1,9 @@
 """Cross-checks run once per framework, in that framework's own process.
 
-- equivalence: each (architecture, mode) output against the float64 numpy reference, from the
-  same seeded weights and input;
+- equivalence: each (architecture, mode, precision) output against the float64 numpy reference,
+  from the same seeded weights and input: float32 within the configured tolerance, a low
+  precision within its rounding-error bound (fwbench.model.precision_bound, whose derivation
+  the row's `basis` names);
 - FLOPs: the framework's own counter against the analytic cost model (fwbench.model.cost).
 
 A model that fails to build or run becomes a row that says so (pass False, the message in
@@ -24,19 +26,24 @@ from fwbench.io.artifact_file import artifact_of, read_manifest
 from fwbench.io.atomic import atomic_open
 from fwbench.model import reference
 from fwbench.model.cost import cost
+from fwbench.model.precision_bound import error_bound
 from fwbench.model.specs import build_spec
 from fwbench.model.weights import make_input, make_weights
+from fwbench.precisions import FLOAT32
 
 EQUIVALENCE_COLUMNS = (
     "arch",
     "framework",
     "mode",
+    "precision",
     "max_abs_err",
     "max_rel_err",
     "tolerance",
+    "basis",
     "pass",
     "error",
 )
+TOLERANCE_BASIS = "equivalence.tolerance (config)"  # float32's tolerance
 FLOPS_COLUMNS = (
     "arch",
     "framework",
@@ -84,28 +91,34 @@ def _runner(
     spec: Any,
     weights: Any,
     mode: str,
-    artifacts: Mapping[tuple[str, str], str] | None,
+    artifacts: Mapping[tuple[str, ...], str] | None,
     arch: str,
+    precision: str = FLOAT32,
 ) -> Any:
-    """The mode's runner: built from the weights, or an export mode's artifact loaded."""
+    """The mode's runner in `precision`: built from the weights, or an export mode's artifact
+    of that precision loaded."""
     if not frameworks.is_export_mode(framework, mode):
-        return adapter.build(spec, weights, mode, CHECK_DEVICE)
-    manifest = (artifacts or {}).get((arch, mode))
+        return adapter.build(spec, weights, mode, CHECK_DEVICE, precision=precision)
+    manifest = (artifacts or {}).get((arch, mode, precision))
     if manifest is None:
-        raise ValueError(f"{framework}/{mode} on {arch}: no artifact manifest given")
+        raise ValueError(f"{framework}/{mode} on {arch} in {precision}: no artifact manifest given")
     device = read_manifest(manifest)["device"]
     if frameworks.runtime_of(framework, mode):  # a deployment runtime runs the artifact
         adapter = frameworks.load_inference(framework, mode)
         adapter.set_threads(CHECK_RUNTIME_THREADS)
-    return adapter.build(spec, None, mode, device, artifact=artifact_of(manifest))
+    return adapter.build(
+        spec, None, mode, device, artifact=artifact_of(manifest), precision=precision
+    )
 
 
-def artifacts_by_cell(manifests: Iterable[str]) -> dict[tuple[str, str], str]:
-    """(arch, mode) → the artifact manifest's path, from the manifests themselves."""
+def artifacts_by_cell(manifests: Iterable[str]) -> dict[tuple[str, str, str], str]:
+    """(arch, mode, precision) → the artifact manifest's path, from the manifests themselves
+    (a manifest before precision is float32's)."""
     found = {}
     for path in manifests:
         manifest = read_manifest(path)
-        found[(manifest["arch"], manifest["mode"])] = str(path)
+        key = (manifest["arch"], manifest["mode"], manifest.get("precision", FLOAT32))
+        found[key] = str(path)
     return found
 
 
@@ -117,14 +130,18 @@ def equivalence_rows(
     batch: int,
     tolerance: float,
     modes: Sequence[str],
-    artifacts: Mapping[tuple[str, str], str] | None = None,
+    artifacts: Mapping[tuple[str, ...], str] | None = None,
+    precisions: Mapping[str, Mapping[str, Sequence[str]]] | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per (arch, mode): the framework's output vs the reference.
+    """One row per (arch, mode, precision): the framework's output vs the reference; float32
+    for every mode, and the low precisions `precisions[arch][mode]` names.
 
-    An export mode runs its artifact, `artifacts[(arch, mode)]` (the manifest's path), on the
-    device it was exported for; a failed export is a failed row with the export's error.
-    `pass` is True when the normwise relative error (reference.max_errors) is at most
-    `tolerance`; a NaN/inf output or a failure to build or run never passes.
+    An export mode runs its artifact, `artifacts[(arch, mode, precision)]` (the manifest's
+    path), on the device it was exported for; a failed export is a failed row with the
+    export's error. `pass` is True when the normwise relative error (reference.max_errors) is
+    at most the row's tolerance: `tolerance` in float32, the rounding-error bound of the model
+    in a low precision (its `basis` says how it was made); a NaN/inf output or a failure to
+    build or run never passes.
     """
     _check_request(framework, modes, batch)
     if not tolerance > 0:
@@ -140,21 +157,36 @@ def equivalence_rows(
         x = make_input(spec, batch, seed)
         expected = reference.forward(spec, weights, x)
         for mode in modes:
-            row = {"arch": arch, "framework": framework, "mode": mode, "tolerance": tolerance}
-            try:
-                if adapter is None:
-                    raise RuntimeError(f"loading the {framework} adapter failed: {load_error}")
-                output = _run_once(
-                    _runner(framework, adapter, spec, weights, mode, artifacts, arch), x
-                )
-                abs_err, rel_err = reference.max_errors(output, expected)
-                row |= {"max_abs_err": abs_err, "max_rel_err": rel_err, "error": ""}
-                row["pass"] = bool(math.isfinite(rel_err) and rel_err <= tolerance)
-            except Exception as error:
-                row |= {"max_abs_err": math.nan, "max_rel_err": math.nan, "pass": False}
-                row["error"] = _error_text(error)
-            rows.append(row)
+            for precision in (FLOAT32, *(precisions or {}).get(arch, {}).get(mode, ())):
+                row = {"arch": arch, "framework": framework, "mode": mode}
+                row |= _tolerance(spec, precision, tolerance, expected.size)
+                try:
+                    if adapter is None:
+                        raise RuntimeError(f"loading the {framework} adapter failed: {load_error}")
+                    runner = _runner(
+                        framework, adapter, spec, weights, mode, artifacts, arch, precision
+                    )
+                    row |= _compared(_run_once(runner, x), expected, row["tolerance"])
+                except Exception as error:
+                    row |= {"max_abs_err": math.nan, "max_rel_err": math.nan, "pass": False}
+                    row["error"] = _error_text(error)
+                rows.append(row)
     return rows
+
+
+def _tolerance(spec: Any, precision: str, tolerance: float, outputs: int) -> dict[str, Any]:
+    """A row's precision, tolerance and its basis: the configured one in float32, the model's
+    rounding-error bound over its `outputs` values in a low precision."""
+    if precision == FLOAT32:
+        return {"precision": precision, "tolerance": tolerance, "basis": TOLERANCE_BASIS}
+    bound = error_bound(spec, precision, outputs)
+    return {"precision": precision, "tolerance": bound.value, "basis": bound.basis()}
+
+
+def _compared(output: np.ndarray, expected: np.ndarray, tolerance: float) -> dict[str, Any]:
+    abs_err, rel_err = reference.max_errors(output, expected)
+    passed = bool(math.isfinite(rel_err) and rel_err <= tolerance)
+    return {"max_abs_err": abs_err, "max_rel_err": rel_err, "pass": passed, "error": ""}
 
 
 def within_agreement(counter: float, analytic: float) -> bool:

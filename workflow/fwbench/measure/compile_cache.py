@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fwbench import frameworks
-from fwbench.plan.paths import COMPILE_CACHE
+from fwbench.plan.paths import COMPILE_CACHE, precision_tag
 from fwbench.plan.request import CellRequest
 
 NONE = "none: the framework keeps no on-disk compile cache"
@@ -31,6 +31,7 @@ def shared_dir(request: CellRequest) -> Path:
             mode=request.mode,
             arch=request.arch,
             batch=request.batch,
+            precision_tag=precision_tag(request.precision),
         )
     )
 

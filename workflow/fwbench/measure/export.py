@@ -40,10 +40,16 @@ def _export(request: ExportRequest, output: Path, scratch: str) -> dict[str, Any
     weights = make_weights(spec, request.seed)
     built = time.perf_counter()
     exported = exporter.export(
-        spec, weights, request.mode, request.device, os.path.join(scratch, request.arch)
+        spec,
+        weights,
+        request.mode,
+        request.device,
+        os.path.join(scratch, request.arch),
+        precision=request.precision,
     )
     done = time.perf_counter()
-    target = output.with_name(request.arch + "".join(Path(exported.file).suffixes))
+    # Named as its manifest (`<arch><precision tag>`), so each precision's artifact is its own.
+    target = output.with_name(output.stem + "".join(Path(exported.file).suffixes))
     with atomic_path(target) as partial:
         shutil.copyfile(exported.file, partial)
     return {
@@ -64,6 +70,7 @@ def _document(request: ExportRequest, threads: dict[str, Any], cache_note: str) 
         "framework": request.framework,
         "mode": request.mode,
         "arch": request.arch,
+        "precision": request.precision,
         "system": request.system,
         "device": request.device,
         "versions": request.versions | provenance.runtime(),

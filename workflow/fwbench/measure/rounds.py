@@ -47,7 +47,7 @@ class Variant:
 
     @property
     def name(self) -> str:
-        return variant_name(self.request.framework, self.request.mode)
+        return variant_name(self.request.framework, self.request.mode, self.request.precision)
 
 
 class WorkerFailed(RuntimeError):
@@ -212,6 +212,7 @@ def _dataset(record: Record, seed: int) -> xr.Dataset:
         "variant": names,
         "framework": ("variant", [v.request.framework for v in record.variants]),
         "mode": ("variant", [v.request.mode for v in record.variants]),
+        "precision": ("variant", [v.request.precision for v in record.variants]),
         "version": ("variant", [next(iter(v.request.versions.values())) for v in record.variants]),
         "sample": list(SAMPLES),
         "set": [record.set_index],

@@ -11,6 +11,7 @@ from typing import Any
 
 import fwbench.plan.paths as paths
 from fwbench import frameworks
+from fwbench.plan.precision import precision_of
 from fwbench.plan.request import ExportRequest
 
 
@@ -20,24 +21,40 @@ class ExportPlan:
     config: Any
     systems: dict[str, Any]
     versions: dict[tuple[str, str], dict[str, str]]
+    cell_precisions: Any  # fwbench.plan.precision.PrecisionPlan's
 
     @cached_property
     def exports(self) -> list[dict[str, Any]]:
-        """system × framework × export mode × arch: one artifact each, for every batch."""
+        """system × framework × export mode × arch × precision: one artifact each, for every
+        batch of its precision's cells."""
         return [
-            dict(system=s, framework=fw, version=self.version(s, fw), mode=mode, arch=arch)
+            dict(
+                system=s,
+                framework=fw,
+                version=self.version(s, fw),
+                mode=mode,
+                arch=arch,
+                precision=precision,
+            )
             for s in self.systems
             for fw in self.frameworks
             for mode in self.config["modes"][fw]
             if frameworks.is_export_mode(fw, mode)
             for arch in self.config["architectures"]
+            for precision in self._export_precisions(fw, mode, arch)
         ]
+
+    def _export_precisions(self, framework: str, mode: str, arch: str) -> list[str]:
+        """The precisions of an export mode's cells of `arch` at any batch."""
+        found = (self.cell_precisions(framework, mode, arch, b) for b in self.config["batch_sizes"])
+        return list(dict.fromkeys(p for precisions in found for p in precisions))
 
     def all_artifact_manifests(self) -> list[str]:
         return [paths.artifact_manifest(e) for e in self.exports]
 
     def artifact_manifests(self, system: str, framework: str) -> list[str]:
-        """The manifests of a framework's artifacts on a system (its checks run them)."""
+        """The manifests of a framework's artifacts on a system, every precision's (its
+        checks run them against the float64 reference)."""
         return [
             paths.artifact_manifest(e)
             for e in self.exports
@@ -48,7 +65,8 @@ class ExportPlan:
         """A bench job's artifact manifest: one for an export mode, none for any other."""
         if not frameworks.is_export_mode(wildcards["framework"], wildcards["mode"]):
             return []
-        return [paths.artifact_manifest({key: wildcards[key] for key in paths.ARTIFACT_KEYS})]
+        export = {key: wildcards[key] for key in paths.ARTIFACT_KEYS if key != "precision"}
+        return [paths.artifact_manifest(export | {"precision": precision_of(wildcards)})]
 
     def export_request(self, wildcards: Mapping[str, Any]) -> ExportRequest:
         """Everything that determines one artifact (the export job's request)."""
@@ -58,8 +76,16 @@ class ExportPlan:
             raise ValueError(
                 f"{fw}/{mode} is not a configured export mode (modes.{fw} exports: {exports})"
             )
+        precision = precision_of(wildcards)
+        if precision not in self._export_precisions(fw, mode, wildcards["arch"]):
+            raise ValueError(
+                f"{fw}/{mode}/{wildcards['arch']}: no {precision} cells are swept, so no "
+                f"{precision} artifact (precision.low: {self.config['precision']['low']})"
+            )
         return ExportRequest(
-            **self.model_fields(wildcards), timeout_s=self.config["bench"]["timeout_s"]
+            **self.model_fields(wildcards),
+            timeout_s=self.config["bench"]["timeout_s"],
+            precision=precision,
         )
 
     def model_fields(self, wildcards: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,7 +1,10 @@
 """Where every file of a sweep lives, relative to the working directory: one author per path.
 
-A cell's path names its system, framework, framework version, mode, architecture and batch, so
-an upgrade of one framework writes new cells beside the old ones and reruns nothing else.
+A cell's path names its system, framework, framework version, mode, architecture, batch and
+precision, so an upgrade of one framework writes new cells beside the old ones and reruns
+nothing else. The precision is a tag after the batch (`b32-bf16`), empty for float32: the
+paths of float32 results are those of the versions before precision was a dimension, so
+upgrading to this one reruns none of them.
 """
 
 from __future__ import annotations
@@ -11,15 +14,19 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from fwbench.io.dims import BFLOAT16, FLOAT32
+
 HARDWARE = "results/hardware/{system}.json"
-CELL = "results/cells/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
+CELL = "results/cells/{system}/{framework}/{version}/{mode}/{arch}/b{batch}{precision_tag}"
 # Process 0's on-disk compile caches, which the cell's later processes start from.
-COMPILE_CACHE = "results/compile_cache/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
+COMPILE_CACHE = (
+    "results/compile_cache/{system}/{framework}/{version}/{mode}/{arch}/b{batch}{precision_tag}"
+)
 # An export mode's artifact and its manifest (fwbench.io.artifact_file): one per architecture,
 # any batch; the artifact file lies beside the manifest, named by the architecture.
-ARTIFACT = "results/artifacts/{system}/{framework}/{version}/{mode}/{arch}"
-ARTIFACT_LOG = "results/logs/export/{system}/{framework}/{version}/{mode}/{arch}"
-CELL_LOG = "results/logs/bench/{system}/{framework}/{version}/{mode}/{arch}/b{batch}"
+ARTIFACT = "results/artifacts/{system}/{framework}/{version}/{mode}/{arch}{precision_tag}"
+ARTIFACT_LOG = "results/logs/export/{system}/{framework}/{version}/{mode}/{arch}{precision_tag}"
+CELL_LOG = "results/logs/bench/{system}/{framework}/{version}/{mode}/{arch}/b{batch}{precision_tag}"
 # One set of the rounds of one (arch, batch): every variant measured in alternation by fresh
 # processes (fwbench.measure.rounds); the sets of a row are jobs of their own, spread over the
 # sweep (fwbench.plan.sweep.Plan.order).
@@ -32,21 +39,46 @@ COMPARE_TABLE = "results/compare/{system}/{framework}.csv"
 STAGES_BEFORE_SYSTEMS = ("cells", "train", "checks")
 
 
+# Each precision's tag in paths: float32 has none (its paths predate the dimension).
+PRECISION_TAGS = {FLOAT32: "", BFLOAT16: "-bf16"}
+
+
+def precision_tag(precision: str) -> str:
+    """The tag `precision` adds to a cell's, artifact's, cache's and log's path."""
+    if precision not in PRECISION_TAGS:
+        raise ValueError(f"unknown precision {precision!r}; known: {', '.join(PRECISION_TAGS)}")
+    return PRECISION_TAGS[precision]
+
+
+def precision_of_tag(tag: str) -> str:
+    """The precision a path's tag names (the `precision_tag` wildcard)."""
+    named = {t: p for p, t in PRECISION_TAGS.items()}
+    if tag not in named:
+        raise ValueError(f"unknown precision tag {tag!r}; known: {sorted(named)}")
+    return named[tag]
+
+
+def with_tag(item: Mapping[str, Any]) -> dict[str, Any]:
+    """`item` (a cell or an export) with its precision's path tag, to format a path."""
+    return {**item, "precision_tag": precision_tag(item.get("precision", FLOAT32))}
+
+
 def process_suffix(process: int) -> str:
     """Process 0 is the cell file of a one-process sweep; process k adds `-p<k>`."""
     return f"-p{process}" if process else ""
 
 
 def cell_file(cell: Mapping[str, Any], process: int = 0) -> str:
-    return CELL.format(**cell) + f"{process_suffix(process)}.nc"
+    return CELL.format(**with_tag(cell)) + f"{process_suffix(process)}.nc"
 
 
 def artifact_manifest(export: Mapping[str, Any]) -> str:
     """The manifest of the artifact of `export` (system, framework, version, mode, arch)."""
-    return ARTIFACT.format(**{key: export[key] for key in ARTIFACT_KEYS}) + ".json"
+    named = {key: export[key] for key in ARTIFACT_KEYS if key in export}
+    return ARTIFACT.format(**with_tag(named)) + ".json"
 
 
-ARTIFACT_KEYS = ("system", "framework", "version", "mode", "arch")
+ARTIFACT_KEYS = ("system", "framework", "version", "mode", "arch", "precision")
 
 
 def checks_file(system: str, framework: str, version: str, name: str) -> str:
@@ -60,11 +92,18 @@ def table_file(name: str, table_batch: int, system: str = "{system}") -> str:
 
 
 def cells_on_disk(system: str, framework: str, version: str) -> list[str]:
-    """Every cell file of one version of a framework on a system (all processes)."""
+    """Every cell file of one version of a framework on a system (every precision and
+    process)."""
     return sorted(
         glob.glob(
             CELL.format(
-                system=system, framework=framework, version=version, mode="*", arch="*", batch="*"
+                system=system,
+                framework=framework,
+                version=version,
+                mode="*",
+                arch="*",
+                batch="*",
+                precision_tag="",
             )
             + ".nc"
         )

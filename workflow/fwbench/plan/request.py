@@ -7,8 +7,10 @@ any field reruns exactly that cell), and the job reads it back with `CellRequest
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any
+
+from fwbench.io.dims import FLOAT32
 
 DEFAULT_LOCK = "/tmp/fwbench-timing.lock"
 
@@ -43,6 +45,9 @@ class CellRequest:
     versions: dict[str, str]  # the first distribution names the framework's results
     process: int  # which of the cell's fresh processes this is
     compile_options: dict[str, Any]
+    # What the model computes in; float32 is left out of the JSON (_json_settings), so the
+    # requests, and the reruns, of float32 cells are those before precision was a dimension.
+    precision: str = FLOAT32
     # Where the host's timing jobs meet, and the hardware file holding the canary's baseline:
     # not properties of the cell, so not in its JSON (the cell records the baseline it used).
     lock: str = DEFAULT_LOCK
@@ -54,9 +59,7 @@ class CellRequest:
         """What determines the cell: every process of a cell has the same hash."""
         from fwbench.provenance import config_hash
 
-        settings = asdict(self)
-        for name in _NOT_JSON:
-            settings.pop(name)
+        settings = _json_settings(self, _JSON_FIELDS)
         settings.pop("process")
         return config_hash(settings)
 
@@ -65,7 +68,7 @@ class CellRequest:
         `versions` is the one that names its results). Read off the fields, not `asdict`:
         Snakemake asks for every cell's request while it plans, and asdict's deep copies cost
         seconds at 20,000 cells."""
-        return json.dumps({name: getattr(self, name) for name in _JSON_FIELDS})
+        return json.dumps(_json_settings(self, _JSON_FIELDS))
 
     @classmethod
     def from_json(
@@ -96,14 +99,24 @@ class ExportRequest:
     threads: int
     timeout_s: float
     versions: dict[str, str]
+    precision: str = FLOAT32  # as CellRequest's: left out of the JSON at float32
     lock: str = DEFAULT_LOCK  # where the host's timing jobs meet: not in the JSON
 
     def to_json(self) -> str:
-        return json.dumps({name: getattr(self, name) for name in _EXPORT_FIELDS})
+        return json.dumps(_json_settings(self, _EXPORT_FIELDS))
 
     @classmethod
     def from_json(cls, text: str, lock: str = DEFAULT_LOCK) -> ExportRequest:
         return cls(**_settings(text, _EXPORT_FIELDS, "export"), lock=lock)
+
+
+def _json_settings(request: Any, names: tuple[str, ...]) -> dict[str, Any]:
+    """A request's JSON fields in order, without the default precision: a float32 request's
+    text is the one it had before precision was a field, so no float32 result reruns."""
+    settings = {name: getattr(request, name) for name in names}
+    if settings["precision"] == FLOAT32:
+        del settings["precision"]
+    return settings
 
 
 def _settings(text: str, known: tuple[str, ...], what: str) -> dict[str, Any]:

@@ -23,15 +23,19 @@ class RoundsPlan:
 
     config: Any
     systems: dict[str, Any]
+    cell_precisions: Any  # fwbench.plan.precision.PrecisionPlan's
 
     @property
     def rounds_batches(self) -> list[int]:
         """The rounds batches: the configured ones (plan.checks refuses one not swept), or by
         default ("table") the swept batch the tables show (stats.table_batch, or the nearest)."""
         batches = self.config["rounds"]["batches"]
-        if batches == TABLE:
-            return [nearest_batch(self.config["batch_sizes"], self.config["stats"]["table_batch"])]
-        return list(batches)
+        return [self.swept_table_batch] if batches == TABLE else list(batches)
+
+    @property
+    def swept_table_batch(self) -> int:
+        """The swept batch the tables show: stats.table_batch, or the swept batch nearest it."""
+        return nearest_batch(self.config["batch_sizes"], self.config["stats"]["table_batch"])
 
     @property
     def rounds_architectures(self) -> list[str]:
@@ -66,18 +70,22 @@ class RoundsPlan:
         return [cell for row in self._rounds_rows() for cell in self.rounds_cells(row)]
 
     def _variant_wildcards(self, wildcards: Mapping[str, Any]) -> list[dict[str, Any]]:
-        system = wildcards["system"]
+        """Every variant's cell in the row: each mode in each precision it runs there (the
+        precision comparisons take their ratios from the rounds as the others do)."""
+        system, arch, batch = wildcards["system"], wildcards["arch"], int(wildcards["batch"])
         return [
             dict(
                 system=system,
                 framework=fw,
                 version=self.version(system, fw),
                 mode=mode,
-                arch=wildcards["arch"],
-                batch=int(wildcards["batch"]),
+                arch=arch,
+                batch=batch,
+                precision=precision,
             )
             for fw in self.frameworks
             for mode in self.config["modes"][fw]
+            for precision in self.cell_precisions(fw, mode, arch, batch)
         ]
 
     def rounds_cells(self, wildcards: Mapping[str, Any]) -> list[str]:

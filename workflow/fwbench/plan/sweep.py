@@ -14,6 +14,7 @@ from fwbench.host.threads import resolve_threads
 from fwbench.plan.baselines import baselines
 from fwbench.plan.checks import check_config, compile_options_key
 from fwbench.plan.exports import ExportPlan
+from fwbench.plan.precision import PrecisionPlan, is_float32, precision_of
 from fwbench.plan.processes import cell_key, multi_process_cells
 from fwbench.plan.request import CellRequest
 from fwbench.plan.rounds import RoundsPlan
@@ -21,11 +22,11 @@ from fwbench.plan.versions import VersionsOf, versions_source
 from fwbench.rng import seeded_shuffle
 from fwbench.systems import System, parse_systems
 
-CELL_KEYS = ("system", "framework", "version", "mode", "arch", "batch")
+CELL_KEYS = ("system", "framework", "version", "mode", "arch", "batch", "precision")
 
 
 @dataclass
-class Plan(ExportPlan, RoundsPlan):
+class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
     """Everything a sweep runs, derived from a validated config (see make_plan)."""
 
     config: Mapping[str, Any]
@@ -47,7 +48,8 @@ class Plan(ExportPlan, RoundsPlan):
 
     @cached_property
     def cells(self) -> list[dict[str, Any]]:
-        """system × framework × mode × arch × batch, each with its framework's version."""
+        """system × framework × mode × arch × batch × precision, each with its framework's
+        version: float32 everywhere, each low precision where its mode runs it (plan.precision)."""
         return [
             dict(
                 system=s,
@@ -56,12 +58,14 @@ class Plan(ExportPlan, RoundsPlan):
                 mode=mode,
                 arch=arch,
                 batch=batch,
+                precision=precision,
             )
             for s in self.systems
             for fw in self.frameworks
             for mode in self.config["modes"][fw]
             for arch in self.config["architectures"]
             for batch in self.config["batch_sizes"]
+            for precision in self.cell_precisions(fw, mode, arch, batch)
         ]
 
     @cached_property
@@ -77,8 +81,10 @@ class Plan(ExportPlan, RoundsPlan):
         return self.config["seed"]
 
     def cell_processes(self, cell: Mapping[str, Any]) -> range:
-        """The processes a cell is measured in: all of them, or process 0 alone."""
-        return range(self.processes if cell_key(cell) in self.multi_process_cells else 1)
+        """The processes a cell is measured in: all of them, or process 0 alone (every low
+        precision cell: its CI takes the spread the float32 cells measure)."""
+        multi = cell_key(cell) in self.multi_process_cells and is_float32(cell)
+        return range(self.processes if multi else 1)
 
     @cached_property
     def cell_files(self) -> list[str]:
@@ -121,7 +127,7 @@ class Plan(ExportPlan, RoundsPlan):
         return len(self.order) + 1
 
     def bench_priority(self, wildcards: Mapping[str, Any]) -> int:
-        cell = {key: wildcards[key] for key in CELL_KEYS}
+        cell = cell_of(wildcards)
         return self.priorities.get(paths.cell_file(cell, _process(wildcards)), 0)
 
     def rounds_priority(self, wildcards: Mapping[str, Any]) -> int:
@@ -151,6 +157,7 @@ class Plan(ExportPlan, RoundsPlan):
                 f"{fw} results for version {wildcards['version']!r} cannot be computed here: "
                 f"the {fw} of system {system!r} is {installed!r}"
             )
+        self._check_precision(cell_of(wildcards))
         process = _process(wildcards)
         cell = f"{fw}/{mode}/{wildcards['arch']}/b{wildcards['batch']}"
         if process >= self.processes:
@@ -189,6 +196,7 @@ class Plan(ExportPlan, RoundsPlan):
             attribution=bench["attribution"],
             process=_process(wildcards),
             compile_options=self.compile_options(fw, mode),
+            precision=precision_of(wildcards),
         )
 
     def compile_options(self, framework: str, mode: str) -> dict[str, Any]:
@@ -267,9 +275,16 @@ class Plan(ExportPlan, RoundsPlan):
             "arch": _alternatives(self.config["architectures"]),
             "batch": _alternatives(self.config["batch_sizes"]),
             "process": r"[1-9][0-9]*",
+            "precision_tag": _alternatives(self.precision_tags),
             "set": r"[0-9]+",
             "version": _alternatives(sorted(versions)),
         }
+
+
+def cell_of(wildcards: Mapping[str, Any]) -> dict[str, Any]:
+    """The cell (CELL_KEYS) a bench job's wildcards name."""
+    named = {key: wildcards[key] for key in CELL_KEYS if key != "precision"}
+    return named | {"precision": precision_of(wildcards)}
 
 
 def _process(wildcards: Mapping[str, Any]) -> int:

@@ -15,7 +15,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
-from fwbench.io.dims import STATUS_OK, variants_in
+from fwbench.io.dims import FLOAT32, STATUS_OK, variants_in
 from fwbench.io.per_system import SYSTEM, SYSTEM_ATTRS, systems_of
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
@@ -34,13 +34,15 @@ def _system_line(stats: xr.Dataset, name: str) -> str:
 
 
 def draw_systems(stats: xr.Dataset) -> Figure:
-    """Latency and own-roofline efficiency of every cell at the table batch (the first
-    system's), per system."""
+    """Latency and own-roofline efficiency of every float32 cell at the table batch (the
+    first system's), per system."""
     systems = systems_of(stats) or ["(one system)"]
     batch = StatsView(stats, systems_of(stats)[0] if systems_of(stats) else None).table_batch
     if SYSTEM not in stats.dims:
         stats = stats.expand_dims({SYSTEM: systems})
     at_batch = stats.sel(batch=batch)
+    if "precision" in stats.dims:
+        at_batch = at_batch.sel(precision=FLOAT32)
     archs = [str(a) for a in stats["arch"].values]
     pairs = variants_in(stats)
     figure = new_figure(max(6.0, 2.4 * len(archs) + 1.5), 6.5)

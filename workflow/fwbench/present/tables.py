@@ -15,8 +15,8 @@ import numpy as np
 
 from fwbench.analysis.winners import ONLY, WINNER
 from fwbench.io.atomic import write_text
-from fwbench.io.dims import EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK, CellKey
-from fwbench.io.stats_file import StatsView
+from fwbench.io.dims import EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK, CellKey, along
+from fwbench.io.stats_file import VIEW_DIMS, StatsView
 from fwbench.io.variables import V
 from fwbench.present import catalog
 from fwbench.present.figure_data import batch_note
@@ -40,7 +40,7 @@ def markdown_table(header: Sequence[str], rows: Iterable[Sequence[object]]) -> s
 
 
 def _cells(view: StatsView, where: np.ndarray) -> list[CellKey]:
-    """The cells where `where` (over CELL_DIMS) holds, in table order: arch, batch, framework,
+    """The cells where `where` (over VIEW_DIMS) holds, in table order: arch, batch, framework,
     mode (the order of the stats file's coordinates within each)."""
     order = {name: i for i, name in enumerate(view.archs())}
     frameworks = view.ds["framework"].values.tolist()
@@ -172,7 +172,7 @@ RATIO_WITH_CI = ("runner_up_ratio", "ratio_ci_low", "ratio_ci_high")
 
 def compile_speedup_table(view: StatsView) -> str:
     compiled_modes = view.ds["mode"].values != EAGER_MODE
-    where = (view.status() != STATUS_ABSENT) & compiled_modes[None, :, None, None]
+    where = (view.status() != STATUS_ABSENT) & along(compiled_modes, "mode", VIEW_DIMS)
     has_eager = EAGER_MODE in view.ds["mode"].values
     rows = []
     for key in _cells(view, where):
@@ -180,11 +180,11 @@ def compile_speedup_table(view: StatsView) -> str:
         eager_status = view.value(V.status, eager) if has_eager else ""
         if view.value(V.status, key) != STATUS_OK or eager_status != STATUS_OK:
             failed = "compiled" if view.value(V.status, key) != STATUS_OK else "eager"
-            rows.append([*key.values(), f"{failed} {FAILED_MARK}"] + [""] * 5)
+            rows.append([*view.columns(key), f"{failed} {FAILED_MARK}"] + [""] * 5)
             continue
         rows.append(
             [
-                *key.values(),
+                *view.columns(key),
                 speedup_with_ci(*(view.value(name, key) for name in SPEEDUP_WITH_CI)),
                 fixed(view.value(V.median_s, eager), 1e6),
                 fixed(view.value(V.median_s, key), 1e6),
@@ -294,7 +294,7 @@ def winners_table(view: StatsView) -> str:
 
 def failed_table(view: StatsView) -> str:
     rows = [
-        [*key.values(), view.value(V.error_type, key), view.value(V.error, key)]
+        [*view.columns(key), view.value(V.error_type, key), view.value(V.error, key)]
         for key in _cells(view, view.status() == STATUS_FAILED)
     ]
     if not rows:
@@ -306,7 +306,7 @@ def failed_table(view: StatsView) -> str:
 def flagged_table(view: StatsView) -> str:
     rows = [
         [
-            *key.values(),
+            *view.columns(key),
             view.value(V.flags, key),
             fixed(view.value(V.cv_pct, key)),
             fixed(view.value(V.busy_cpu_other, key), digits=2),

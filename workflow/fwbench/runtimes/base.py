@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from fwbench.frameworks import check_threads
+from fwbench.frameworks import FLOAT32, check_threads
 from fwbench.frameworks.base import EXPORTED_COUNTER_NOTE, BaseRunner
 from fwbench.frameworks.protocols import NullCall
 from fwbench.frameworks.trace import Trace
@@ -41,7 +41,8 @@ class RuntimeRunner(BaseRunner):
 
     @abstractmethod
     def bind(self, x: np.ndarray) -> Any:
-        """Whatever the runtime needs once per input (shapes, buffers): the prepared input."""
+        """Whatever the runtime needs once per input (shapes, buffers, its cast from float32
+        to self.precision): the prepared input."""
 
     def to_device(self, x: np.ndarray) -> Any:
         order = permutation(x.shape, self.input_shape())
@@ -97,9 +98,18 @@ class RuntimeAdapter:
         device: str,
         options: dict[str, Any] | None = None,
         artifact: str | None = None,
+        precision: str = FLOAT32,
     ) -> RuntimeRunner:
         return self._runner(
-            self.framework, self._threads(), spec, weights, mode, device, options, artifact
+            self.framework,
+            self._threads(),
+            spec,
+            weights,
+            mode,
+            device,
+            options,
+            artifact,
+            precision,
         )
 
     def null_call(self, device: str) -> NullCall | None:

@@ -13,10 +13,18 @@ ONNX Runtime profiles only a session created with profiling on, so every session
 `Session`: the attribution pass (`profile`) gives each one a twin made with the same model,
 options and threads and profiling on, sends the calls to it over the pass, and reads the
 profile it writes; the timed session is never profiled.
+
+A bfloat16 cell loads its framework's bf16 export. ONNX Runtime's Python API feeds and fetches
+numpy arrays, and numpy has no bfloat16: the input goes in as an OrtValue of its bits (rounded
+to nearest by ml_dtypes) and the session is called with run_with_ort_values, whose bf16 output
+to_numpy reads as float32. Where ONNX Runtime has no kernel for a bf16 op (its CPU provider
+has none for MatMul, Gemm, Conv...) the session raises at creation: the cell fails with its
+message.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import tempfile
 import weakref
@@ -27,6 +35,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
+from fwbench.frameworks import BFLOAT16
 from fwbench.frameworks.base import check_device
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.trace import Trace, nested
@@ -70,16 +79,17 @@ def _inference_session(
 
 class Session:
     """One model's session on the cell's threads (`timed`). `run` is the timed session's own
-    method, nothing between; between `profile_on` and `profile_off` it is a twin's, created
-    with ORT's profiler on at the first call (a session that does not run is not copied)."""
+    method `call` (`run`, or `run_with_ort_values` for OrtValue inputs), nothing between;
+    between `profile_on` and `profile_off` it is a twin's, created with ORT's profiler on at
+    the first call (a session that does not run is not copied)."""
 
     live: weakref.WeakSet[Session] = weakref.WeakSet()  # every session a profile may take
 
-    def __init__(self, model: str | bytes, device: str, threads: int) -> None:
+    def __init__(self, model: str | bytes, device: str, threads: int, call: str = "run") -> None:
         check_device("onnxruntime", ort.__version__, device, _cuda_available)
-        self._model, self._device, self._threads = model, device, threads
+        self._model, self._device, self._threads, self._call = model, device, threads, call
         self.timed = _inference_session(model, device, session_options(threads))
-        self.run: Callable[..., list[Any]] = self.timed.run
+        self.run: Callable[..., list[Any]] = getattr(self.timed, call)
         self._twin: ort.InferenceSession | None = None
         self._directory = ""
         Session.live.add(self)
@@ -92,14 +102,40 @@ class Session:
         options.enable_profiling = True
         options.profile_file_prefix = str(Path(self._directory) / f"ort-{id(self)}")
         self._twin = _inference_session(self._model, self._device, options)
-        self.run = self._twin.run
+        self.run = getattr(self._twin, self._call)
         return self.run(outputs, feed)
 
     def profile_off(self) -> list[dict[str, Any]]:
         """The twin's profile events (none where the session did not run); calls go to the
         timed session again."""
-        twin, self._twin, self.run = self._twin, None, self.timed.run
+        twin, self._twin, self.run = self._twin, None, getattr(self.timed, self._call)
         return json.loads(Path(twin.end_profiling()).read_text()) if twin is not None else []
+
+
+def _bfloat16_value(x: np.ndarray) -> ort.OrtValue:
+    """A float32 array rounded to bfloat16, as an OrtValue of ONNX's BFLOAT16 over its bits."""
+    import ml_dtypes
+    from onnx import TensorProto
+
+    bits = x.astype(ml_dtypes.bfloat16).view(np.uint16)
+    return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(bits, TensorProto.BFLOAT16)
+
+
+# Per precision whose inputs numpy cannot give ONNX Runtime: the cast making one an OrtValue.
+ORT_VALUE_INPUTS: dict[str, Callable[[np.ndarray], ort.OrtValue]] = {BFLOAT16: _bfloat16_value}
+
+
+def _host_array(value: ort.OrtValue) -> np.ndarray:
+    """An output OrtValue as a numpy array; a bfloat16 one (OrtValue.numpy has no numpy type
+    for it) read from its bits on the host, where ORT puts the outputs it allocates."""
+    if value.data_type() != "tensor(bfloat16)":
+        return value.numpy()
+    import ml_dtypes
+
+    if value.device_name() != "cpu":
+        raise RuntimeError(f"a bfloat16 output on {value.device_name()}, not the host")
+    bits = (ctypes.c_uint16 * (value.tensor_size_in_bytes() // 2)).from_address(value.data_ptr())
+    return np.array(bits, dtype=np.uint16).view(ml_dtypes.bfloat16).reshape(value.shape())
 
 
 class OrtRunner(RuntimeRunner):
@@ -113,7 +149,9 @@ class OrtRunner(RuntimeRunner):
     )
 
     def _setup(self, weights: Weights | None) -> None:
-        self.session = Session(self.artifact, self.device, self.threads)
+        self._cast = ORT_VALUE_INPUTS.get(self.precision)
+        call = "run" if self._cast is None else "run_with_ort_values"
+        self.session = Session(self.artifact, self.device, self.threads, call)
         (self._input,) = self.session.timed.get_inputs()
         self._outputs = [self.session.timed.get_outputs()[0].name]
 
@@ -128,11 +166,16 @@ class OrtRunner(RuntimeRunner):
     def input_shape(self) -> list[int | None]:
         return [d if isinstance(d, int) else None for d in self._input.shape]
 
-    def bind(self, x: np.ndarray) -> dict[str, np.ndarray]:
-        return {self._input.name: x}
+    def bind(self, x: np.ndarray) -> dict[str, np.ndarray | ort.OrtValue]:
+        return {self._input.name: x if self._cast is None else self._cast(x)}
 
-    def call_in_context(self, prepared: dict[str, np.ndarray]) -> np.ndarray:
+    def call_in_context(self, prepared: dict[str, Any]) -> np.ndarray | ort.OrtValue:
         return self.session.run(self._outputs, prepared)[0]
+
+    def to_numpy(self, output: np.ndarray | ort.OrtValue) -> np.ndarray:
+        if isinstance(output, ort.OrtValue):
+            output = _host_array(output)
+        return super().to_numpy(output)
 
     def providers(self) -> list[str]:
         return self.session.timed.get_providers()

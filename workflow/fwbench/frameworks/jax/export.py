@@ -3,16 +3,17 @@
 jax.export lowers the jitted forward (recurrences via lax.scan, the weights closed over as
 constants) with a symbolic batch dimension for the platform of the cell's device, and
 serializes it: the portable StableHLO artifact a serving stack deserializes and calls
-(`jax.export.deserialize(...).call`, frameworks.jax.infer).
+(`jax.export.deserialize(...).call`, frameworks.jax.infer). The params and the argument are
+in the cell's precision (models.DTYPES), so the artifact takes and computes in it.
 """
 
 from __future__ import annotations
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 from jax import export as jax_export
 
+from fwbench.frameworks import FLOAT32, check_precision
 from fwbench.frameworks.jax import models
 from fwbench.frameworks.protocols import Exported
 from fwbench.model.specs import ArchSpec
@@ -33,13 +34,21 @@ def _symbolic_batch(spec: ArchSpec) -> tuple:
     return (*one[:axis], batch, *one[axis + 1 :])
 
 
-def export(spec: ArchSpec, weights: Weights, mode: str, device: str, stem: str) -> Exported:
+def export(
+    spec: ArchSpec,
+    weights: Weights,
+    mode: str,
+    device: str,
+    stem: str,
+    precision: str = FLOAT32,
+) -> Exported:
     if mode != "export":
         raise ValueError(f"jax has no export mode {mode!r}; its export mode: export")
+    check_precision("jax", mode, precision)
     target = jax.devices(device)[0]
-    params = models.to_params(spec, weights, target)
+    params = models.to_params(spec, weights, target, precision)
     forward = models.forward_fn(spec, loop=LOOP)
-    argument = jax.ShapeDtypeStruct(_symbolic_batch(spec), jnp.float32)
+    argument = jax.ShapeDtypeStruct(_symbolic_batch(spec), models.DTYPES[precision])
     exported = jax_export.export(
         jax.jit(lambda x: forward(params, x)), platforms=[target.platform]
     )(argument)
@@ -55,6 +64,8 @@ def export(spec: ArchSpec, weights: Weights, mode: str, device: str, stem: str) 
             "calling_convention_version": exported.calling_convention_version,
             "dynamic": "batch (symbolic)",
             "in_shape": str(exported.in_avals[0].shape),
+            "in_dtype": str(exported.in_avals[0].dtype),
+            "precision": precision,
             "jax": jax.__version__,
         }
         | models.describe_loop(spec, LOOP),

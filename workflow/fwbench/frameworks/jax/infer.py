@@ -6,6 +6,9 @@ jax.nn functions are themselves small jitted wrappers, so eager JAX dispatches o
 executable per library call: that is JAX's eager mode as users run it. `export` deserializes
 the artifact its export job wrote (frameworks.jax.export) and calls it under jax.jit.
 
+Precision bfloat16: the params and each input as jnp.bfloat16 (models.DTYPES), in every mode;
+export loads a function exported in bf16. Outputs come back as float32 numpy arrays.
+
 The job sets JAX_PLATFORMS, XLA_PYTHON_CLIENT_PREALLOCATE (frameworks.pre_import_env), the
 thread environment and the core affinity before importing this module. Nothing here touches a
 backend at import time, so XLA's CPU thread pool is sized only when `build` first asks for a
@@ -62,13 +65,14 @@ class JaxRunner(BaseRunner):
     def _setup(self, weights: Weights | None) -> None:
         spec, mode, device = self.spec, self.mode, self.device
         self._device = jax.devices(device)[0]
+        self._dtype = models.DTYPES[self.precision]
         if self.artifact:  # export: the serialized StableHLO holds the weights as constants
             with open(self.artifact, "rb") as handle:
                 exported = jax_export.deserialize(bytearray(handle.read()))
             self.params = None
             self.forward = jax.jit(exported.call)
             return
-        self.params = models.to_params(spec, weights, self._device)
+        self.params = models.to_params(spec, weights, self._device, self.precision)
         forward = models.forward_fn(spec, loop=_LOOP_OF_MODE[mode])
         self.forward = jax.jit(forward) if mode == "jit" else forward
 
@@ -82,7 +86,8 @@ class JaxRunner(BaseRunner):
 
     def to_device(self, x: np.ndarray) -> jax.Array:
         # The device is chosen by where the input is put: no timing_context is needed.
-        prepared = jax.device_put(models.to_layout(self.spec, x), self._device)
+        host = models.to_layout(self.spec, x).astype(self._dtype, copy=False)
+        prepared = jax.device_put(host, self._device)
         return prepared.block_until_ready()
 
     def call_in_context(self, prepared: jax.Array) -> jax.Array:
@@ -189,7 +194,8 @@ def null_call(device: str) -> NullCall:
 # The profiler read for the attribution pass (frameworks.protocols.InferenceAdapter.profile).
 profile = profiling.profile
 
-# A Runner for `spec` holding `weights` in `mode` on `device`; jax modes take no compile options.
+# A Runner for `spec` holding `weights` in `mode` and `precision` on `device`; jax modes take no
+# compile options.
 build = JaxRunner.build
 
 

@@ -8,6 +8,9 @@ Every dot and convolution asks for `Precision.HIGHEST`: on CPU that is what XLA 
 but on NVIDIA GPUs JAX's default for float32 is TF32 (10-bit mantissa), which computes a
 different function than the float32 reference (normwise errors around 1e-3).
 
+A precision other than float32 is the params pytree and the input in that dtype (DTYPES), as
+JAX's users cast a model: every op then computes in it (XLA decides how, per backend).
+
 Recurrences run through a `Loop` with the signature of `lax.scan`: `lax.scan` itself for the
 jit mode, `python_scan` (a Python loop over time steps) for eager, because `lax.scan` outside
 jit is compiled as one primitive.
@@ -24,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from fwbench.frameworks.info import BFLOAT16, FLOAT32
 from fwbench.model.specs import ArchSpec, CNNSpec, MLPSpec, RecurrentSpec, TransformerSpec
 from fwbench.model.weights import Weights
 
@@ -34,6 +38,8 @@ Step = Callable[[Carry, jax.Array], tuple[Carry, jax.Array | None]]
 Loop = Callable[[Step, Carry, jax.Array], tuple[Carry, jax.Array | None]]
 
 HIGHEST = lax.Precision.HIGHEST
+# The jax dtype of each precision a jax mode runs (frameworks.mode_precisions).
+DTYPES = {FLOAT32: jnp.float32, BFLOAT16: jnp.bfloat16}
 LOOPS = ("scan", "python")
 
 
@@ -58,8 +64,11 @@ def to_layout(spec: ArchSpec, x: np.ndarray) -> np.ndarray:
     return x
 
 
-def to_params(spec: ArchSpec, weights: Weights, device: jax.Device) -> Params:
-    """The shared numpy weights as float32 jax arrays on `device`, in the forward's layouts."""
+def to_params(
+    spec: ArchSpec, weights: Weights, device: jax.Device, precision: str = FLOAT32
+) -> Params:
+    """The shared numpy weights as jax arrays of `precision`'s dtype (DTYPES; the float32
+    weights cast, rounded to nearest) on `device`, in the forward's layouts."""
     arrays = {name: np.asarray(value, dtype=np.float32) for name, value in weights.items()}
     if isinstance(spec, CNNSpec):
         # The neutral flatten is (C, H, W); NHWC activations flatten as (H, W, C): permute the
@@ -67,7 +76,11 @@ def to_params(spec: ArchSpec, weights: Weights, device: jax.Device) -> Params:
         channels, height, width = spec.feature_map()
         w0 = arrays["dense0.W"].reshape(channels, height, width, -1)
         arrays["dense0.W"] = w0.transpose(1, 2, 0, 3).reshape(channels * height * width, -1)
-    return {name: jax.device_put(value, device) for name, value in arrays.items()}
+    dtype = DTYPES[precision]
+    return {
+        name: jax.device_put(value.astype(dtype, copy=False), device)
+        for name, value in arrays.items()
+    }
 
 
 def forward_fn(spec: ArchSpec, loop: str) -> Forward:

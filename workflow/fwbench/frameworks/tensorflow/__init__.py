@@ -1,7 +1,7 @@
 """The tensorflow package: the only modules that import tensorflow (infer, models, train,
 hardware, export). This file does not: it holds tensorflow's FrameworkInfo."""
 
-from fwbench.frameworks.info import FrameworkInfo
+from fwbench.frameworks.info import BFLOAT16, FrameworkInfo
 
 _ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 
@@ -18,5 +18,8 @@ INFO = FrameworkInfo(
         "litert": ("ai-edge-litert",),
         "onnxrt": ("onnxruntime", "onnxruntime-gpu", "onnx", "tf2onnx"),
     },
+    # bfloat16: Keras's bfloat16 dtype policy (weights and activations); LiteRT has no
+    # bfloat16 kernels
+    precisions=dict.fromkeys(("eager", "function", "xla", "onnxrt"), (BFLOAT16,)),
     pre_import_env={"cpu": _ENV | {"CUDA_VISIBLE_DEVICES": ""}, "cuda": _ENV},
 )

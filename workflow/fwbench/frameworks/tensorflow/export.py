@@ -9,14 +9,18 @@ their own for the converters to find):
   fails here with the converter's message; LiteRT's interpreter runs it (runtimes.litert).
 - onnxrt: tf2onnx.convert.from_function at ONNX opset OPSET; ONNX Runtime runs it
   (runtimes.onnxrt).
+The model is built in the cell's precision (models.build_model: Keras's dtype policy) and the
+signature takes that dtype. litert runs float32 alone (frameworks.check_precision refuses
+others before anything is built).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from fwbench.frameworks import FLOAT32, check_precision
 from fwbench.frameworks.protocols import Exported
-from fwbench.frameworks.tensorflow.models import build_model, tf, to_layout
+from fwbench.frameworks.tensorflow.models import DTYPES, build_model, tf, to_layout
 from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
 
@@ -24,23 +28,24 @@ SUFFIXES = {"litert": ".tflite", "onnxrt": ".onnx"}
 OPSET = 17
 
 
-def _signature(spec: ArchSpec) -> tf.TensorSpec:
-    """The model's input in TF's layout, the batch axis None (a dynamic batch)."""
+def _signature(spec: ArchSpec, precision: str) -> tf.TensorSpec:
+    """The model's input in TF's layout and `precision`'s dtype, the batch axis None (a dynamic
+    batch)."""
     import numpy as np
 
     shape = to_layout(spec, np.zeros(spec.input_shape(1), np.float32)).shape
-    return tf.TensorSpec((None, *shape[1:]), tf.float32, name="x")
+    return tf.TensorSpec((None, *shape[1:]), DTYPES[precision], name="x")
 
 
-def _function(spec: ArchSpec, weights: Weights) -> tuple[Any, tf.TensorSpec]:
-    model = build_model(spec, weights, allow_cudnn=False)
-    signature = _signature(spec)
+def _function(spec: ArchSpec, weights: Weights, precision: str) -> tuple[Any, tf.TensorSpec]:
+    model = build_model(spec, weights, allow_cudnn=False, precision=precision)
+    signature = _signature(spec, precision)
     forward = tf.function(lambda x: model(x, training=False), input_signature=[signature])
     return forward, signature
 
 
-def _litert(spec: ArchSpec, weights: Weights, path: str) -> dict[str, Any]:
-    forward, signature = _function(spec, weights)
+def _litert(spec: ArchSpec, weights: Weights, path: str, precision: str) -> dict[str, Any]:
+    forward, signature = _function(spec, weights, precision)
     converter = tf.lite.TFLiteConverter.from_concrete_functions(
         [forward.get_concrete_function()], forward
     )
@@ -55,10 +60,10 @@ def _litert(spec: ArchSpec, weights: Weights, path: str) -> dict[str, Any]:
     }
 
 
-def _onnxrt(spec: ArchSpec, weights: Weights, path: str) -> dict[str, Any]:
+def _onnxrt(spec: ArchSpec, weights: Weights, path: str, precision: str) -> dict[str, Any]:
     import tf2onnx
 
-    forward, signature = _function(spec, weights)
+    forward, signature = _function(spec, weights, precision)
     tf2onnx.convert.from_function(
         forward, input_signature=[signature], opset=OPSET, output_path=path
     )
@@ -70,16 +75,25 @@ def _onnxrt(spec: ArchSpec, weights: Weights, path: str) -> dict[str, Any]:
     }
 
 
-def export(spec: ArchSpec, weights: Weights, mode: str, device: str, stem: str) -> Exported:
+def export(
+    spec: ArchSpec,
+    weights: Weights,
+    mode: str,
+    device: str,
+    stem: str,
+    precision: str = FLOAT32,
+) -> Exported:
     if mode not in SUFFIXES:
         raise ValueError(
             f"tensorflow has no export mode {mode!r}; its export modes: litert, onnxrt"
         )
+    check_precision("tensorflow", mode, precision)
     path = stem + SUFFIXES[mode]
     with tf.device("/GPU:0" if device == "cuda" else "/CPU:0"):
-        details = (_litert if mode == "litert" else _onnxrt)(spec, weights, path)
+        details = (_litert if mode == "litert" else _onnxrt)(spec, weights, path, precision)
     return Exported(
         file=path,
         how=f"{details['converter']}(tf.function(Keras model), batch None)",
-        details=details | {"tensorflow": tf.__version__, "dynamic": "batch (dim 0)"},
+        details=details
+        | {"tensorflow": tf.__version__, "dynamic": "batch (dim 0)", "precision": precision},
     )

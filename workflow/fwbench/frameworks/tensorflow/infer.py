@@ -6,6 +6,10 @@ Modes (frameworks.MODES["tensorflow"]):
   executor (grappler-optimized, no XLA).
 - xla: tf.function(model call, jit_compile=True): the whole call compiled by XLA.
 
+Precision bfloat16: the model built under Keras's `bfloat16` dtype policy (models.build_model:
+weights and activations in bf16) and each input cast to bf16 on the device; outputs come back
+as float32 numpy arrays.
+
 The job sets threads.apply_thread_env and the TF env of frameworks.pre_import_env before it
 imports this module; `set_threads` then applies TF's own threading API before any op runs.
 Nothing here runs a TF op at import time, so the thread pools are still unset on import.
@@ -23,7 +27,7 @@ from fwbench.frameworks import check_threads
 from fwbench.frameworks.base import BaseRunner, check_device
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.tensorflow import profiling
-from fwbench.frameworks.tensorflow.models import build_model, tf, to_layout
+from fwbench.frameworks.tensorflow.models import DTYPES, build_model, tf, to_layout
 from fwbench.model.weights import Weights
 
 # What the TF profiler counts: matmuls, convolutions and bias adds (not activations).
@@ -98,7 +102,9 @@ class TensorFlowRunner(BaseRunner):
         # Keras' cuDNN LSTM kernel (CudnnRNNV3, used on GPUs) cannot be compiled by XLA.
         self._allow_cudnn = mode != "xla"
         with tf.device(self._device_name):
-            self._model = build_model(spec, weights, allow_cudnn=self._allow_cudnn)
+            self._model = build_model(
+                spec, weights, allow_cudnn=self._allow_cudnn, precision=self.precision
+            )
         self._call = self._make_call(mode)
         self._last_prepared: tf.Tensor | None = None
         if device == "cuda":
@@ -123,10 +129,10 @@ class TensorFlowRunner(BaseRunner):
         return tf.function(self._forward, jit_compile=True)
 
     def to_device(self, x: np.ndarray) -> tf.Tensor:
-        """A float32 tensor on the device (NHWC for the CNN)."""
+        """A tensor of the precision's dtype on the device (NHWC for the CNN)."""
         host = to_layout(self.spec, x)
         with tf.device(self._device_name):
-            prepared = tf.identity(tf.constant(host))
+            prepared = tf.identity(tf.cast(tf.constant(host), DTYPES[self.precision]))
         self.sync(prepared)
         self._last_prepared = prepared
         return prepared
@@ -248,6 +254,6 @@ def null_call(device: str) -> NullCall:
 # The profiler read for the attribution pass (frameworks.protocols.InferenceAdapter.profile).
 profile = profiling.profile
 
-# A Runner for `spec` holding `weights` in `mode` on `device`; tensorflow modes take no compile
-# options.
+# A Runner for `spec` holding `weights` in `mode` and `precision` on `device`; tensorflow modes
+# take no compile options.
 build = TensorFlowRunner.build

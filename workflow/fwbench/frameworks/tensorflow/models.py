@@ -11,15 +11,23 @@ from the neutral weights:
   over (H, W, C); the rows of the first dense kernel are permuted from the neutral (C, H, W).
 - MultiHeadAttention: einsum kernels; Q/K/V (d, heads, head_dim) and output (heads, head_dim, d)
   are the neutral (d, d) matrices reshaped, head index major as in the reference's split.
+
+A precision other than float32 is Keras's dtype policy of that name (`bfloat16`: variables and
+computations in bf16, as Keras's users set it with keras.config.set_dtype_policy) for every
+layer, the model's input of that dtype too; the float32 weights are cast as they are loaded.
+Keras's own choices stand: LayerNormalization computes in float32 and casts its output back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from types import ModuleType
 
 import numpy as np
 
+from fwbench.frameworks.info import BFLOAT16, FLOAT32
 from fwbench.model.specs import ArchSpec, CNNSpec, MLPSpec, RecurrentSpec, TransformerSpec
 from fwbench.model.weights import Weights
 
@@ -52,6 +60,31 @@ def _import_tensorflow_without_unused() -> tuple[ModuleType, ModuleType]:
 # block above covers the first import of TensorFlow whichever of them is imported first.
 tf, keras = _import_tensorflow_without_unused()
 
+# The TensorFlow dtype of each precision a tensorflow mode runs (frameworks.mode_precisions);
+# each precision's name is also the Keras dtype policy that builds the model in it.
+DTYPES = {FLOAT32: tf.float32, BFLOAT16: tf.bfloat16}
+# The layers' initial values are replaced by the loaded weights: the recurrent kernels start at
+# zeros, since Keras's default orthogonal initializer runs a QR decomposition, which TF has no
+# bfloat16 kernel for (the layer could not be built in bf16).
+RECURRENT_INITIALIZER = "zeros"
+
+
+@contextlib.contextmanager
+def _dtype_policy(precision: str) -> Iterator[None]:
+    """Keras's global dtype policy is `precision` while the model is built (each layer takes
+    the policy when it is made), and what it was afterwards."""
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(precision)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def _input(shape: tuple[int, ...], name: str) -> keras.KerasTensor:
+    """The model's input, of the dtype the layers compute in (so no cast follows it)."""
+    return keras.Input(shape=shape, name=name, dtype=keras.config.dtype_policy().compute_dtype)
+
 
 def _dense_stack(x: keras.KerasTensor, widths: list[int]) -> keras.KerasTensor:
     """Dense layers `dense0..`, ReLU between them, none after the last (as the reference)."""
@@ -62,13 +95,13 @@ def _dense_stack(x: keras.KerasTensor, widths: list[int]) -> keras.KerasTensor:
 
 
 def _mlp(spec: MLPSpec) -> keras.Model:
-    inputs = keras.Input(shape=(spec.input,), name="x")
+    inputs = _input((spec.input,), "x")
     widths = [*spec.hidden, spec.classes]
     return keras.Model(inputs, _dense_stack(inputs, widths), name="mlp")
 
 
 def _cnn(spec: CNNSpec) -> keras.Model:
-    inputs = keras.Input(shape=(spec.height, spec.width, spec.channels), name="x_nhwc")
+    inputs = _input((spec.height, spec.width, spec.channels), "x_nhwc")
     x = inputs
     for i, channels in enumerate(spec.conv_channels):
         x = keras.layers.Conv2D(
@@ -81,7 +114,7 @@ def _cnn(spec: CNNSpec) -> keras.Model:
 
 
 def _recurrent(spec: RecurrentSpec, allow_cudnn: bool) -> keras.Model:
-    inputs = keras.Input(shape=(spec.seq_len, spec.input), name="x")
+    inputs = _input((spec.seq_len, spec.input), "x")
     x = inputs
     for i in range(spec.layers):
         last = i == spec.layers - 1
@@ -90,11 +123,16 @@ def _recurrent(spec: RecurrentSpec, allow_cudnn: bool) -> keras.Model:
                 spec.hidden,
                 return_sequences=not last,
                 use_cudnn="auto" if allow_cudnn else False,
+                recurrent_initializer=RECURRENT_INITIALIZER,
                 name=f"layer{i}",
             )
         elif spec.cell == "rnn":
             layer = keras.layers.SimpleRNN(
-                spec.hidden, activation="tanh", return_sequences=not last, name=f"layer{i}"
+                spec.hidden,
+                activation="tanh",
+                return_sequences=not last,
+                recurrent_initializer=RECURRENT_INITIALIZER,
+                name=f"layer{i}",
             )
         else:
             raise ValueError(f"unknown recurrent cell {spec.cell!r}; known: rnn, lstm")
@@ -118,7 +156,7 @@ def _encoder_layer(x: keras.KerasTensor, spec: TransformerSpec, p: str) -> keras
 
 
 def _transformer(spec: TransformerSpec) -> keras.Model:
-    inputs = keras.Input(shape=(spec.seq_len, spec.d_model), name="x")
+    inputs = _input((spec.seq_len, spec.d_model), "x")
     x = inputs
     for i in range(spec.layers):
         x = _encoder_layer(x, spec, f"layer{i}")
@@ -193,12 +231,20 @@ def to_layout(spec: ArchSpec, x: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(x, dtype=np.float32)
 
 
-def build_model(spec: ArchSpec, weights: Weights, allow_cudnn: bool = True) -> keras.Model:
-    """The Keras model of `spec` holding `weights`; CNN inputs are NHWC, all others neutral.
+def build_model(
+    spec: ArchSpec, weights: Weights, allow_cudnn: bool = True, precision: str = FLOAT32
+) -> keras.Model:
+    """The Keras model of `spec` holding `weights`, built under the dtype policy `precision`
+    (its input of that dtype); CNN inputs are NHWC, all others neutral.
 
     allow_cudnn=False keeps Keras' LSTM off its cuDNN kernel on a GPU (CudnnRNNV3 has no XLA
     kernel, so jit_compile=True fails with it); it changes nothing on a CPU.
     """
+    with _dtype_policy(precision):
+        return _loaded_model(spec, weights, allow_cudnn)
+
+
+def _loaded_model(spec: ArchSpec, weights: Weights, allow_cudnn: bool) -> keras.Model:
     if isinstance(spec, MLPSpec):
         model = _mlp(spec)
         for i in range(len(spec.hidden) + 1):

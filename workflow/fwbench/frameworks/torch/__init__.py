@@ -1,7 +1,7 @@
 """The torch package: the only modules that import torch (infer, models, train, hardware,
 export). This file does not: it holds torch's FrameworkInfo."""
 
-from fwbench.frameworks.info import FrameworkInfo
+from fwbench.frameworks.info import BFLOAT16, FrameworkInfo
 
 INFO = FrameworkInfo(
     name="torch",
@@ -17,5 +17,8 @@ INFO = FrameworkInfo(
     export_modes=("aoti", "onnxrt"),
     runtime_modes={"onnxrt": "onnxrt"},
     mode_distributions={"onnxrt": ("onnxruntime", "onnxruntime-gpu", "onnx", "onnxscript")},
+    # bfloat16: the module and its input cast (module.to(torch.bfloat16)); compiled_<name>
+    # variants take what compiled takes
+    precisions=dict.fromkeys(("eager", "compiled", "aoti", "onnxrt"), (BFLOAT16,)),
     stream_probe=True,
 )

@@ -8,17 +8,21 @@ Both trace the eval module with torch.export and a dynamic batch dimension.
 - onnxrt: torch.onnx.export(..., dynamo=True) (the torch.export-based exporter, onnxscript's
   translation, its graph optimizations on) writes one .onnx file with the weights inside;
   ONNX Runtime runs it (runtimes.onnxrt).
+Both export the module in the cell's precision (models.build_module: module.to(dtype)) with an
+example input of that dtype, so the artifact takes and computes in it.
 """
 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 import torch
 
+from fwbench.frameworks import FLOAT32, check_precision
 from fwbench.frameworks.protocols import Exported
-from fwbench.frameworks.torch.models import build_module
+from fwbench.frameworks.torch.models import DTYPES, build_module
 from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
 
@@ -31,15 +35,26 @@ def _freezing(device: str) -> bool:
     return device == "cpu"
 
 
-def export(spec: ArchSpec, weights: Weights, mode: str, device: str, stem: str) -> Exported:
+def export(
+    spec: ArchSpec,
+    weights: Weights,
+    mode: str,
+    device: str,
+    stem: str,
+    precision: str = FLOAT32,
+) -> Exported:
     if mode not in SUFFIXES:
         raise ValueError(f"torch has no export mode {mode!r}; its export modes: aoti, onnxrt")
-    module = build_module(spec, weights).to(device).eval()
-    example = torch.zeros(spec.input_shape(EXAMPLE_BATCH), dtype=torch.float32, device=device)
+    check_precision("torch", mode, precision)
+    module = build_module(spec, weights, precision).to(device).eval()
+    shape = spec.input_shape(EXAMPLE_BATCH)
+    example = torch.zeros(shape, dtype=DTYPES[precision], device=device)
     batch = torch.export.Dim("batch", min=1)
     if mode == "onnxrt":
-        return _onnx(module, example, batch, stem + SUFFIXES[mode])
-    return _aoti(module, example, batch, stem + SUFFIXES[mode], device)
+        exported = _onnx(module, example, batch, stem + SUFFIXES[mode])
+    else:
+        exported = _aoti(module, example, batch, stem + SUFFIXES[mode], device)
+    return replace(exported, details=exported.details | {"precision": precision})
 
 
 def _onnx(module: torch.nn.Module, example: torch.Tensor, batch: Any, path: str) -> Exported:

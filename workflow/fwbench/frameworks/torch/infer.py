@@ -5,6 +5,10 @@ Modes: `eager` runs the nn.Module in eval under torch.inference_mode(); `compile
 mode, fullgraph, dynamic, and inductor's freezing), also under torch.inference_mode(); `aoti`
 loads the AOTInductor package its export job wrote (frameworks.torch.export) and calls it under
 torch.inference_mode().
+
+Precision bfloat16: the module cast to torch.bfloat16 (models.build_module) and each input cast
+to it in `prepare`; torch.compile compiles the bf16 module, and aoti loads a package exported
+from it (frameworks.torch.export). Outputs come back as float32 numpy arrays.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from fwbench.frameworks.torch.compile_info import (
     counter_snapshot,
     install_recorder,
 )
-from fwbench.frameworks.torch.models import build_module
+from fwbench.frameworks.torch.models import DTYPES, build_module
 from fwbench.frameworks.trace import Trace
 from fwbench.model.weights import Weights
 
@@ -71,6 +75,7 @@ class TorchRunner(BaseRunner):
     def _setup(self, weights: Weights | None) -> None:
         spec, mode, device = self.spec, self.mode, self.device
         self._device = torch.device(device)
+        self._dtype = DTYPES[self.precision]
         # Numerics settings that change the function (TF32): recorded in compile_info details.
         self.settings: dict[str, Any] = {
             "float32_matmul_precision": torch.get_float32_matmul_precision()
@@ -87,7 +92,7 @@ class TorchRunner(BaseRunner):
             self.module = None
             self._forward = aoti_load_package(self.artifact)
             return
-        self.module = build_module(spec, weights).to(self._device)
+        self.module = build_module(spec, weights, self.precision).to(self._device)
         self._forward = self.module
         if mode != "eager":
             self._forward = self._compile()
@@ -119,7 +124,7 @@ class TorchRunner(BaseRunner):
         return torch.compile(self.module, **self._compile_arguments())
 
     def to_device(self, x: np.ndarray) -> torch.Tensor:
-        prepared = torch.from_numpy(np.ascontiguousarray(x)).to(self._device)
+        prepared = torch.from_numpy(np.ascontiguousarray(x)).to(self._device, self._dtype)
         self.sync(prepared)
         return prepared
 
@@ -135,7 +140,7 @@ class TorchRunner(BaseRunner):
         # On the CPU every torch op has finished when it returns: nothing to wait for.
 
     def to_numpy(self, output: torch.Tensor) -> np.ndarray:
-        return output.detach().to("cpu").numpy()
+        return output.detach().to("cpu", torch.float32).numpy()
 
     def compile_info(self) -> CompileInfo:
         """From dynamo's counters since build (compile_info_since); raises before the first
@@ -251,6 +256,7 @@ def null_call(device: str) -> NullCall:
 # torch.profiler read for the attribution pass (frameworks.protocols.InferenceAdapter.profile).
 profile = profiling.profile
 
-# A Runner for `spec` holding `weights` in `mode` ('eager', 'compiled', 'compiled_<name>') on
-# `device`, compiled with torch.compile `options` (frameworks.compile_option_names("torch")).
+# A Runner for `spec` holding `weights` in `mode` ('eager', 'compiled', 'compiled_<name>', 'aoti')
+# and `precision` on `device`, compiled with torch.compile `options`
+# (frameworks.compile_option_names("torch")).
 build = TorchRunner.build

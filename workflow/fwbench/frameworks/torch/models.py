@@ -8,6 +8,9 @@ Layout conversions from the neutral layouts of `fwbench.model.weights`:
   split the bias into bias_ih and bias_hh: the shared bias goes into bias_ih, zeros into bias_hh.
 - nn.MultiheadAttention fuses Q/K/V into in_proj_weight (3d, d) = [Wq.T; Wk.T; Wv.T].
 Inputs need no conversion: torch takes NCHW and batch-first sequences, the neutral layouts.
+
+A precision other than float32 is the float32 module cast as torch's users cast one,
+`module.to(dtype)`: every parameter and buffer in that dtype.
 """
 
 from __future__ import annotations
@@ -16,8 +19,12 @@ import numpy as np
 import torch
 from torch import nn
 
+from fwbench.frameworks.info import BFLOAT16, FLOAT32
 from fwbench.model.specs import ArchSpec, CNNSpec, MLPSpec, RecurrentSpec, TransformerSpec
 from fwbench.model.weights import Weights, dense_chain
+
+# The torch dtype of each precision a torch mode runs (frameworks.mode_precisions).
+DTYPES = {FLOAT32: torch.float32, BFLOAT16: torch.bfloat16}
 
 
 def _dense_stack(widths: list[int]) -> list[nn.Module]:
@@ -155,8 +162,9 @@ def _module(spec: ArchSpec) -> nn.Module:
     raise TypeError(f"no torch model for spec {spec!r}")
 
 
-def build_module(spec: ArchSpec, weights: Weights) -> nn.Module:
-    """The float32 module of `spec` in eval mode, on the CPU, holding `weights`.
+def build_module(spec: ArchSpec, weights: Weights, precision: str = FLOAT32) -> nn.Module:
+    """The module of `spec` in eval mode, on the CPU, holding `weights`, in `precision`'s dtype
+    (DTYPES; the float32 weights cast, rounded to nearest).
 
     The state dict is loaded strictly: a parameter the mapping misses, or one of the wrong
     shape, raises instead of keeping its random initialisation.
@@ -168,4 +176,4 @@ def build_module(spec: ArchSpec, weights: Weights) -> nn.Module:
     }
     module.load_state_dict(state, strict=True)
     module.requires_grad_(False)
-    return module.eval()
+    return module.to(DTYPES[precision]).eval()

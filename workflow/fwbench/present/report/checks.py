@@ -10,12 +10,19 @@ from typing import Any
 
 import pandas as pd
 
+from fwbench.precisions import FLOAT32
 from fwbench.present.figure_data import listed
 from fwbench.present.format import MISSING, fixed, significant
 from fwbench.present.report.context import ReportContext
 from fwbench.present.tables import markdown_table
 
 SECTION = "Cross-checks"
+BOUND_NOTE = (
+    " A float32 output is held against the configured tolerance; a low-precision one against "
+    "its model's rounding-error bound λ·u·√R (R roundings on its longest path, float32 "
+    "accumulation; the derivation: `fwbench.model.precision_bound`), which the row's "
+    "`basis` in the check file spells out."
+)
 
 
 def verdict_line(context: ReportContext) -> str:
@@ -32,10 +39,9 @@ def verdict_line(context: ReportContext) -> str:
 
 def _equivalence_verdict(rows: pd.DataFrame) -> str:
     passed = _passed(rows)
-    tolerances = " or ".join(significant(t) for t in sorted(set(rows["tolerance"].dropna())))
     text = (
         f"equivalence {int(passed.sum())} of {len(rows)} outputs match the float64 reference "
-        f"within {tolerances or MISSING}"
+        f"within {_tolerances(rows)}"
     )
     failing = [_name(row) for row, ok in zip(rows.itertuples(), passed, strict=True) if not ok]
     return text + (f", failing: {listed(failing)}" if failing else "")
@@ -54,9 +60,31 @@ def _flops_verdict(rows: pd.DataFrame) -> str:
     return text + (f", {uncounted} without a count" if uncounted else "")
 
 
+def _tolerances(rows: pd.DataFrame) -> str:
+    """float32's tolerance, and each low precision's range of bounds (one per model)."""
+    parts = []
+    for precision, group in rows.groupby(_precisions(rows), sort=False):
+        values = sorted(set(group["tolerance"].dropna()))
+        span = "–".join(significant(v) for v in dict.fromkeys(values[:1] + values[-1:]))
+        if precision == FLOAT32:
+            parts.append(span or MISSING)
+        else:
+            parts.append(f"{precision}: its rounding-error bound, {span or MISSING}")
+    return "; ".join(parts) or MISSING
+
+
+def _precisions(rows: pd.DataFrame) -> pd.Series:
+    """Each row's precision (float32 in check files before precision was a column)."""
+    if "precision" not in rows:
+        return pd.Series([FLOAT32] * len(rows), index=rows.index)
+    return rows["precision"].fillna(FLOAT32)
+
+
 def _name(row: Any) -> str:
     system = f"{row.system}: " if hasattr(row, "system") else ""
-    return f"{system}{row.framework}/{row.mode}/{row.arch}"
+    precision = getattr(row, "precision", FLOAT32)
+    tag = "" if precision in (FLOAT32, None) else f"/{precision}"
+    return f"{system}{row.framework}/{row.mode}/{row.arch}{tag}"
 
 
 def _passed(rows: pd.DataFrame) -> pd.Series:
@@ -77,12 +105,14 @@ def checks_section(context: ReportContext) -> str:
 def _equivalence_table(rows: pd.DataFrame) -> str:
     passed = _passed(rows)
     systems = _systems(rows)
+    rows = rows.assign(precision=_precisions(rows))
     table_rows = [
         [
             *systems(r),
             r.arch,
             r.framework,
             r.mode,
+            r.precision,
             significant(r.max_rel_err),
             significant(r.tolerance),
             "pass" if p else "**FAIL**",
@@ -92,9 +122,9 @@ def _equivalence_table(rows: pd.DataFrame) -> str:
     ]
     return (
         f"### Equivalence with the float64 reference\n\n{int(passed.sum())} of {len(rows)} "
-        f"({_keys(rows)}) outputs are within the tolerance.\n\n"
+        f"({_keys(rows)}) outputs are within the tolerance.{BOUND_NOTE}\n\n"
         + markdown_table(
-            [*_system_header(rows), "arch", "framework", "mode", "max rel. error"]
+            [*_system_header(rows), "arch", "framework", "mode", "precision", "max rel. error"]
             + ["tolerance", "result", "error"],
             table_rows,
         )

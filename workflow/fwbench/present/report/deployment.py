@@ -13,7 +13,7 @@ import numpy as np
 
 from fwbench import frameworks
 from fwbench.analysis.over_cells import ONNX_MODE
-from fwbench.io.dims import EAGER_MODE, STATUS_FAILED, STATUS_OK, CellKey
+from fwbench.io.dims import EAGER_MODE, FLOAT32, STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
 from fwbench.present.format import MISSING, fixed, latency_us, percent, speedup_with_ci
@@ -170,9 +170,12 @@ def onnx_exporters_table(view: StatsView) -> str:
 
 
 def deployment_section(context: ReportContext, part: SystemPart) -> str:
-    if not part.artifacts:
+    # float32's artifacts: a low precision's cells, failed exports too, are the Precision
+    # section's
+    fp32 = [m for m in part.artifacts if m.get("precision", FLOAT32) == FLOAT32]
+    if not fp32:
         return ""
-    manifests = sorted(part.artifacts, key=lambda m: (_path(m), m["arch"]))
+    manifests = sorted(fp32, key=lambda m: (_path(m), m["arch"]))
     exporters = onnx_exporters_table(part.view)
     return (
         "## Deployment paths\n\n"

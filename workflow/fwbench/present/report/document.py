@@ -25,6 +25,7 @@ from fwbench.present.report.hardware import hardware_section
 from fwbench.present.report.header import header_section
 from fwbench.present.report.markdown import demote
 from fwbench.present.report.method import method_section
+from fwbench.present.report.precision import precision_section
 from fwbench.present.report.problems import problems_section
 from fwbench.present.report.quality import quality_section
 from fwbench.present.report.results import (
@@ -67,6 +68,7 @@ def system_part(context: ReportContext, part: SystemPart) -> str:
         attribution_section,
         problems_section,
         deployment_section,
+        precision_section,
         startup_section,
         quality_section,
         hardware_section,

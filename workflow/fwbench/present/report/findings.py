@@ -163,6 +163,27 @@ def problem_findings(view: StatsView) -> list[str]:
     ]
 
 
+def precision_findings(view: StatsView) -> list[str]:
+    """How the low-precision cells fared against float32 (Precision), where there are any."""
+    compared = int(view.of_system(V.precision_compared))
+    failed = int(view.of_system(V.precision_failed_cells))
+    if not compared and not failed:
+        return []
+    counts = ", ".join(
+        f"{int(view.of_system(name))} {word}"
+        for name, word in (
+            (V.precision_faster, "faster"),
+            (V.precision_slower, "slower"),
+            (V.precision_equivalent, "equivalent"),
+            (V.precision_undetermined, "undetermined"),
+        )
+    )
+    return [
+        f"Lower precision (Precision): of {compared} cells set against float32, {counts}; "
+        f"{failed} low-precision {'cell' if failed == 1 else 'cells'} could not run."
+    ]
+
+
 def findings_section(context: ReportContext, part: SystemPart) -> str:
     view = part.view
     batch = view.table_batch
@@ -172,6 +193,7 @@ def findings_section(context: ReportContext, part: SystemPart) -> str:
         *compile_findings(view),
         *attribution_findings(view, batch),
         *efficiency_findings(view),
+        *precision_findings(view),
         *problem_findings(view),
     ]
     heading = "## Findings" + (f": system `{part.name}`" if part.name else "")

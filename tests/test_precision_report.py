@@ -1,0 +1,121 @@
+"""bfloat16 cells through the statistics into the report: each set against the same variant in
+float32 (comparisons.csv kind `precision`, stats.nc's speedup_vs_float32), counted in the
+findings, shown with its accuracy in the Precision section; the float32 sections unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+
+from fwbench.analysis.aggregate import aggregate_cells
+from fwbench.analysis.roofline import HardwareLimits
+from fwbench.analysis.stats import StatsSettings, summarize
+from fwbench.io.cell_file import Cell, write_cell
+from fwbench.io.comparisons_file import FASTER, PRECISION, SLOWER, comparisons_table
+from fwbench.io.dims import STATUS_FAILED
+from fwbench.io.stats_file import StatsView
+from fwbench.io.variables import V
+from fwbench.present.report.findings import precision_findings
+from fwbench.present.report.precision import precision_section
+
+# (framework, mode, precision): median in seconds, or None for a failed cell
+MEDIANS = {
+    ("torch", "eager", "float32"): 2e-3,
+    ("torch", "eager", "bfloat16"): 1e-3,  # twice as fast
+    ("torch", "compiled", "float32"): 1e-3,
+    ("torch", "compiled", "bfloat16"): 3e-3,  # three times slower
+    ("torch", "onnxrt", "float32"): 1e-3,
+    ("torch", "onnxrt", "bfloat16"): None,
+}
+ORT_ERROR = "NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : no Gemm(13) for bf16"
+
+
+def _cell(framework: str, mode: str, precision: str, median: float | None, rng) -> Cell:
+    cell = Cell(framework, mode, "mlp", 32, repeats=30, precision=precision)
+    cell.scalars = {"first_call_s": 0.1, "flops": 1e6, "bytes": 1e5, "compiled": 1.0}
+    cell.attrs = {"framework_version": "1.0", "host": "h", "device": "cpu", "contended": 0}
+    if median is None:
+        cell.latency_s = np.full(30, np.nan)
+        cell.attrs |= {"status": STATUS_FAILED, "error_type": "NotImplemented"}
+        cell.attrs["error_message"] = ORT_ERROR
+    else:
+        cell.latency_s = median * rng.lognormal(0.0, 0.01, 30)
+    return cell
+
+
+@pytest.fixture(scope="module")
+def stats(tmp_path_factory) -> xr.Dataset:
+    root: Path = tmp_path_factory.mktemp("precision")
+    rng = np.random.default_rng(0)
+    paths = []
+    for (framework, mode, precision), median in MEDIANS.items():
+        paths.append(root / f"{framework}-{mode}-{precision}.nc")
+        write_cell(_cell(framework, mode, precision, median, rng), paths[-1])
+    limits = HardwareLimits(1e12, 1e11, source="test", bf16_peak_flops_per_s=2e12)
+    settings = StatsSettings(bootstrap_resamples=200, table_batch=32)
+    return summarize(aggregate_cells(paths), limits, settings)
+
+
+def test_each_bf16_cell_is_compared_with_its_variant_in_float32(stats):
+    table = comparisons_table(stats)
+    rows = table[table["kind"] == PRECISION].set_index("candidate")
+    assert set(rows.index) == {"torch/eager", "torch/compiled"}  # the failed one has none
+    assert (rows["precision"] == "bfloat16").all() and (rows["baseline"] == rows.index).all()
+    assert rows.loc["torch/eager", "speedup"] == pytest.approx(2.0, rel=0.03)
+    assert rows.loc["torch/eager", "verdict"] == FASTER
+    assert rows.loc["torch/compiled", "speedup"] == pytest.approx(1 / 3, rel=0.03)
+    assert rows.loc["torch/compiled", "verdict"] == SLOWER
+    bf16 = stats.sel(framework="torch", mode="eager", arch="mlp", batch=32, precision="bfloat16")
+    assert float(bf16[V.speedup_vs_float32]) == pytest.approx(2.0, rel=0.03)
+
+
+def test_the_float32_view_and_its_sections_see_float32_alone(stats):
+    view = StatsView(stats)
+    assert view.precision == "float32" and view.precisions() == ["float32", "bfloat16"]
+    assert all(key.precision == "float32" for key in view.keys_where(view.status() != "absent"))
+    assert int(view.of_system(V.cells_ok)) == 3  # the float32 cells that ran
+    bf16 = view.in_precision("bfloat16")
+    assert [key.name for key in bf16.failed()] == ["torch/onnxrt/mlp/b32/bfloat16"]
+
+
+def test_the_findings_count_the_verdicts_and_the_cells_that_could_not_run(stats):
+    (line,) = precision_findings(StatsView(stats))
+    assert "of 2 cells set against float32, 1 faster, 1 slower, 0 equivalent" in line
+    assert "1 low-precision cell could not run" in line
+
+
+def test_the_section_shows_each_speedup_its_failure_and_the_accuracy_against_its_bound(stats):
+    equivalence = pd.DataFrame(
+        {
+            "arch": ["mlp", "mlp", "mlp"],
+            "framework": ["torch"] * 3,
+            "mode": ["eager", "compiled", "onnxrt"],
+            "precision": ["bfloat16"] * 3,
+            "max_rel_err": [0.004, 0.3, np.nan],
+            "tolerance": [0.05, 0.05, 0.05],
+            "pass": [True, False, False],
+        }
+    )
+    context = SimpleNamespace(equivalence=equivalence)
+    part = SimpleNamespace(view=StatsView(stats), name=None)
+    text = precision_section(context, part)
+    assert "**bfloat16 against float32, batch 32:**" in text
+    assert "| torch eager | 1.99 [" in text and f"× {FASTER}" in text
+    assert f"failed: {ORT_ERROR[:40]}" in text
+    assert "| torch eager | 0.004 (0.05) |" in text
+    assert "**beyond its bound**: 0.3 (0.05)" in text and "| torch onnxrt | did not run |" in text
+
+
+def test_no_section_without_a_low_precision(tmp_path):
+    cell = _cell("torch", "eager", "float32", 1e-3, np.random.default_rng(1))
+    write_cell(cell, tmp_path / "c.nc")
+    limits = HardwareLimits(1e12, 1e11, source="test")
+    stats = summarize(aggregate_cells([tmp_path / "c.nc"]), limits, StatsSettings())
+    part = SimpleNamespace(view=StatsView(stats), name=None)
+    assert precision_section(SimpleNamespace(equivalence=None), part) == ""
+    assert precision_findings(StatsView(stats)) == []

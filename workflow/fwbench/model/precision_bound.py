@@ -1,0 +1,86 @@
+"""How far a model computed in a low precision may be from the float64 reference: a
+probabilistic rounding-error bound per architecture, with its derivation (the equivalence
+checks hold each low-precision mode and artifact against it, fwbench.measure.checks).
+
+The model of rounding (Higham & Mary, "A new approach to probabilistic rounding error
+analysis", SISC 2019): every rounding multiplies a value by (1 + δ) with |δ| ≤ u, the δ
+independent and of mean zero. A network in bfloat16 (u = 2^-8) rounds its weights when cast,
+each operation's result when stored, and accumulates its inner products in float32 (the bf16
+GEMM and convolution kernels of oneDNN, Eigen and XLA's CPU backend all do): the accumulation's
+own error, λ√n·u_fp32 for an inner product of length n, is below 1e-5 at these widths, so what
+remains is the R roundings in bfloat16 on the model's longest path. Each shifts the output by
+at most u of its scale; layers pass a relative error on with gain at most 1 (ReLU, tanh,
+sigmoid and softmax contract, layer norm renormalizes, the weights are scaled to keep the
+activations' size); so by Hoeffding's inequality the normwise relative error of one output
+exceeds λ·u·√R with probability at most 2·exp(−λ²/2). Over the m = batch × classes outputs
+(a union bound) at a failure probability η = 1e-3: λ = √(2·ln(2m/η)).
+
+The bound is λ·u·√R. It is not the worst case (R·u, or n·u with bf16 accumulation, which is
+useless at these widths); a kernel that accumulates in bfloat16 adds λ√n·u and exceeds it,
+which is an accuracy cost the check then marks. For the recurrent nets the gain-1 assumption
+over every time step makes the bound loose (a tanh recurrence forgets early errors).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from fwbench.model.specs import ArchSpec, CNNSpec, MLPSpec, RecurrentSpec, TransformerSpec
+from fwbench.precisions import BFLOAT16
+
+# Unit roundoff of each low precision: 2^-p for p significand bits (bfloat16: 8).
+UNIT_ROUNDOFF = {BFLOAT16: 2.0**-8}
+FAILURE_PROBABILITY = 1e-3  # η: the chance a correct path exceeds its bound
+# Roundings in the low precision per stage of each kind (the elementwise ops a framework may
+# run unfused each round their result; counted so, an upper count for fused kernels):
+DENSE = 4  # weights cast, GEMM result stored, bias add, activation
+RNN_STEP = 5  # two GEMMs (input and hidden), their sum, bias, tanh
+LSTM_STEP = 12  # two GEMMs, sum, bias, three sigmoids, two tanh, c = f·c + i·g (two), h = o·tanh
+ATTENTION_LAYER = 20  # QKV GEMM + bias, scores, scale, softmax (3), PV, out GEMM + bias,
+# residual, layer norm (2), ff1 + bias + ReLU, ff2 + bias, residual, layer norm (2)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """The bound of one model in one precision, and how it was derived."""
+
+    value: float
+    roundings: int
+    unit_roundoff: float
+    lam: float
+
+    def basis(self) -> str:
+        """One line saying how the bound was made."""
+        return (
+            f"λ·u·√R = {self.lam:.2f} × 2^{math.log2(self.unit_roundoff):.0f} × "
+            f"√{self.roundings} (R roundings on the longest path, float32 accumulation, "
+            f"η = {FAILURE_PROBABILITY:g}; fwbench.model.precision_bound)"
+        )
+
+
+def roundings(spec: ArchSpec) -> int:
+    """R: the roundings in the low precision on the model's longest path."""
+    if isinstance(spec, MLPSpec):
+        return DENSE * (len(spec.hidden) + 1)
+    if isinstance(spec, CNNSpec):
+        return DENSE * (len(spec.conv_channels) + len(spec.dense) + 1)
+    if isinstance(spec, RecurrentSpec):
+        step = LSTM_STEP if spec.cell == "lstm" else RNN_STEP
+        return step * spec.layers * spec.seq_len + DENSE
+    if isinstance(spec, TransformerSpec):
+        return ATTENTION_LAYER * spec.layers + DENSE
+    raise TypeError(f"no rounding count for spec {spec!r}")
+
+
+def error_bound(spec: ArchSpec, precision: str, outputs: int) -> Bound:
+    """The normwise relative error `spec` may show in `precision` over `outputs` values
+    (batch × classes); raises naming a precision without a unit roundoff here."""
+    if precision not in UNIT_ROUNDOFF:
+        known = ", ".join(UNIT_ROUNDOFF)
+        raise ValueError(f"no rounding-error bound for precision {precision!r}; known: {known}")
+    if outputs < 1:
+        raise ValueError(f"outputs must be positive, got {outputs!r}")
+    u, count = UNIT_ROUNDOFF[precision], roundings(spec)
+    lam = math.sqrt(2 * math.log(2 * outputs / FAILURE_PROBABILITY))
+    return Bound(lam * u * math.sqrt(count), count, u, lam)

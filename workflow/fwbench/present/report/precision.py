@@ -1,0 +1,109 @@
+"""A system's low precisions: each bfloat16 cell against the same variant in float32 (the
+speedup, its CI and verdict: stats.nc's precision comparisons, fwbench.analysis.speedups), and
+what it cost in accuracy (the checks' normwise error against the float64 reference beside the
+model's rounding-error bound, fwbench.model.precision_bound); a cell that could not run says
+why."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from fwbench.io.dims import FLOAT32, STATUS_FAILED, STATUS_OK, CellKey
+from fwbench.io.stats_file import StatsView
+from fwbench.io.variables import V
+from fwbench.present.format import MISSING, significant, speedup_with_ci
+from fwbench.present.report.context import ReportContext, SystemPart
+from fwbench.present.tables import markdown_table
+
+SECTION = "Precision"
+REASON_CHARS = 80  # a failed cell's message here; stats.csv holds it whole
+SPEEDUP = (V.speedup_vs_float32, V.speedup_vs_float32_ci_low, V.speedup_vs_float32_ci_high)
+INTRO = (
+    "Each mode that runs {precision} has a cell of its own beside float32's (config "
+    "`precision`): the model cast the way each framework's users cast it (torch: the module "
+    "and input to `torch.bfloat16`; jax: bf16 parameters and input; tensorflow: Keras's "
+    "`bfloat16` dtype policy; ONNX Runtime: the bf16 model its framework exported), timed as "
+    "every other cell and held against its own precision's GEMM peak. Each entry: float32's "
+    "median over {precision}'s (above 1, {precision} is faster), its CI at the report's "
+    "level and the verdict (`comparisons.csv`, kind `precision`; from the rounds, which "
+    "measure both in alternation, where the batch is theirs, else from the system's spread "
+    "between processes: the `method` column says which). Accuracy: the largest "
+    "error against the float64 reference at the check batch, normwise, beside the model's "
+    "rounding-error bound (Cross-checks)."
+)
+
+
+def precision_section(context: ReportContext, part: SystemPart) -> str:
+    view = part.view
+    lows = [p for p in view.precisions() if p != FLOAT32]
+    if not lows:
+        return ""
+    text = f"## {SECTION}\n\n"
+    for precision in lows:
+        low = view.in_precision(precision)
+        text += INTRO.format(precision=precision) + "\n\n"
+        for batch in _batches(low):
+            text += f"**{precision} against float32, batch {batch}:**\n\n"
+            text += _speedup_table(low, batch) + "\n"
+        text += _accuracy_table(context.equivalence, part.name, precision)
+    return text
+
+
+def _batches(view: StatsView) -> list[int]:
+    status = view.ds[V.status]
+    return [b for b in view.batches() if (status.sel(batch=b).values != "absent").any()]
+
+
+def _speedup_table(view: StatsView, batch: int) -> str:
+    archs = view.archs()
+    rows = []
+    for framework, mode in view.variants():
+        keys = [CellKey(framework, mode, arch, batch, view.precision) for arch in archs]
+        entries = [_entry(view, key) for key in keys]
+        if any(entry != MISSING for entry in entries):
+            rows.append([f"{framework} {mode}", *entries])
+    return markdown_table(["variant", *archs], rows)
+
+
+def _entry(view: StatsView, key: CellKey) -> str:
+    status = view.value(V.status, key)
+    if status == STATUS_FAILED:
+        return f"failed: {str(view.value(V.error, key))[:REASON_CHARS]}"
+    if status != STATUS_OK:
+        return MISSING
+    speedup = view.value(V.speedup_vs_float32, key)
+    if not math.isfinite(speedup):
+        return "float32 did not run"
+    ratio = speedup_with_ci(*(view.value(name, key) for name in SPEEDUP))
+    return f"{ratio}× {view.value(V.precision_verdict, key)}"
+
+
+def _accuracy_table(rows: pd.DataFrame | None, system: str | None, precision: str) -> str:
+    """Per variant and architecture: the error against float64 and its bound, or FAIL."""
+    if rows is None or "precision" not in rows:
+        return ""
+    rows = rows[rows["precision"] == precision]
+    if system is not None and "system" in rows:
+        rows = rows[rows["system"] == system]
+    if rows.empty:
+        return ""
+    archs = list(dict.fromkeys(rows["arch"]))
+    rows = rows.assign(passed=rows["pass"].astype(str).str.lower() == "true")
+    table = []
+    for (framework, mode), group in rows.groupby(["framework", "mode"], sort=False):
+        by_arch = {r.arch: _accuracy(r) for r in group.itertuples()}
+        table.append([f"{framework} {mode}", *(by_arch.get(a, MISSING) for a in archs)])
+    header = ["variant", *(f"{a}: error (bound)" for a in archs)]
+    return f"**{precision}: accuracy against float64**\n\n" + markdown_table(header, table) + "\n"
+
+
+def _accuracy(row: Any) -> str:
+    error = f"{significant(row.max_rel_err)} ({significant(row.tolerance)})"
+    if row.passed:
+        return error
+    if math.isfinite(float(row.max_rel_err)):
+        return f"**beyond its bound**: {error}"
+    return "did not run"
