@@ -192,24 +192,24 @@ def compare(
 # --- which pairs are compared ---------------------------------------------------------------
 
 
+def _pairs(
+    ok: Iterable[CellKey], baseline_of: Callable[[CellKey], CellKey | None]
+) -> list[tuple[CellKey, CellKey]]:
+    """Each measured cell against the baseline `baseline_of` names for it, where that one was
+    measured too (None: the cell has none)."""
+    measured = set(ok)
+    pairs = [(baseline_of(key), key) for key in sorted(measured, key=str)]
+    return [(base, key) for base, key in pairs if base is not None and base in measured]
+
+
 def compile_pairs(ok: Iterable[CellKey]) -> list[tuple[CellKey, CellKey]]:
     """Each measured non-eager cell against its framework's eager cell in the same row."""
-    measured = set(ok)
-    return [
-        (key.with_mode(EAGER_MODE), key)
-        for key in sorted(measured, key=str)
-        if key.mode != EAGER_MODE and key.with_mode(EAGER_MODE) in measured
-    ]
+    return _pairs(ok, lambda key: key.with_mode(EAGER_MODE) if key.mode != EAGER_MODE else None)
 
 
 def precision_pairs(ok: Iterable[CellKey]) -> list[tuple[CellKey, CellKey]]:
     """Each measured low-precision cell against the same variant's float32 cell in its row."""
-    measured = set(ok)
-    return [
-        (key.with_precision(FLOAT32), key)
-        for key in sorted(measured, key=str)
-        if key.precision != FLOAT32 and key.with_precision(FLOAT32) in measured
-    ]
+    return _pairs(ok, lambda key: key.with_precision(FLOAT32) if key.precision != FLOAT32 else None)
 
 
 def best_own_mode(key: CellKey, ok: set[CellKey], median: Callable[[CellKey], float]) -> str:
