@@ -27,7 +27,7 @@ import xarray as xr
 from fwbench.analysis.estimators import median_ci
 from fwbench.analysis.process_spread import cell_sigma, pooled_sigma, spread_ci
 from fwbench.io.bench_file import read_bench
-from fwbench.io.dims import CELL_DIMS, STATUS_OK
+from fwbench.io.dims import CELL_DIMS, STATUS_OK, CellKey
 from fwbench.io.stats_file import read_stats
 from fwbench.rng import seeded_rng
 
@@ -69,7 +69,8 @@ def cell_rows(path: str, processes: int, default_stats: str | None) -> list[dict
     for index, ci in first_k.items():
         by_process = latency.values[index]
         coords = {d: bench[d].values[i] for d, i in zip(dims, index, strict=True)}
-        name = "/".join(str(v) for v in coords.values())
+        system = [str(coords["system"])] if "system" in coords else []
+        name = "/".join([*system, CellKey.of(coords).name])
         truth = float(np.nanmedian(by_process))
         medians = np.nanmedian(by_process, axis=1)
         boot = median_ci(by_process[0], CONFIDENCE, 2000, seeded_rng(0, name))

@@ -59,6 +59,11 @@ def workdir(tmp_path: Path) -> Path:
 
 SMOKE = str(REPO / "config/test.yaml")
 FAILING_CELL = "jax/jit/lstm"
+# The smoke sweep's bfloat16 cells that fail with ONNX Runtime's own error: its CPU provider has
+# no bf16 Gemm/MatMul kernel (torch's export) and refuses tf2onnx's graph, which mixes float16
+# and bfloat16. A runtime version that gains the kernels makes the tests that name these fail.
+NO_BF16_KERNEL = {("torch", "onnxrt", "mlp"), ("tensorflow", "onnxrt", "mlp")}
+ORT_ERROR = "ONNXRuntimeError"
 
 
 @pytest.fixture(scope="session")

@@ -61,6 +61,9 @@ class FakeRunner:
     def own_trace(self, trace):
         return dataclasses.replace(trace, note="the fake profiler: one kernel per call")
 
+    def kernel_precision(self, prepared):
+        return None  # no dtypes to see
+
 
 def set_threads(threads):
     return {"fake_threads": threads}

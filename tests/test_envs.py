@@ -215,10 +215,11 @@ def test_framework_rules_run_each_framework_in_its_own_env(rule_envs):
 
 def test_every_other_rule_but_hardware_runs_in_the_analysis_env(rule_envs):
     others = [rule for rule, env in rule_envs.items() if isinstance(env, str)]
-    assert "aggregate_bench" in others
+    assert "aggregate_bench" in others and "hardware_peak" in others
     for rule in others:
-        if rule != "hardware":
+        if rule not in ("hardware", "hardware_peak"):
             assert Path(rule_envs[rule]) == ENVS / "analysis.yaml", rule
+    assert rule_envs["hardware_peak"] == rule_envs["hardware"]
 
 
 def test_the_hardware_rule_runs_in_an_env_with_every_framework(rule_envs):
@@ -226,3 +227,4 @@ def test_the_hardware_rule_runs_in_an_env_with_every_framework(rule_envs):
     env = set(packages(Path(rule_envs["hardware"])))
     for framework in FRAMEWORKS:
         assert env & FRAMEWORK_DISTS[framework], f"{rule_envs['hardware']} lacks {framework}"
+    assert "onnxruntime" in env  # its int8 GEMM peak (runtimes/onnxrt_hardware.py)

@@ -312,18 +312,24 @@ def _fake_cpuinfo(vendor: str, family: int, flags: list[str]) -> dict:
 @pytest.mark.parametrize(
     ("vendor", "family", "flags", "per_cycle"),
     [
-        # AVX-512, 2 FMA units: 2 × 2 FLOP × 16 fp32 lanes; AMX bf16 1024 FLOP/cycle.
-        ("GenuineIntel", 6, ["avx", "avx2", "fma", "avx512f", "amx_tile", "amx_bf16"],
-         {"float32": 64, "float64": 32, "bfloat16": 1024, "float16": None}),
-        # AVX2 + FMA: 2 × 2 × 8 fp32 lanes; no bf16 instructions.
+        # AVX-512, 2 FMA units: 2 × 2 FLOP × 16 fp32 lanes; AMX bf16 1024 FLOP/cycle, int8
+        # 2048 operations.
+        ("GenuineIntel", 6, ["avx", "avx2", "fma", "avx512f", "amx_tile", "amx_bf16", "amx_int8",
+                             "avx512_vnni"],
+         {"float32": 64, "float64": 32, "bfloat16": 1024, "float16": None, "int8": 2048}),
+        # AVX2 + FMA: 2 × 2 × 8 fp32 lanes; no bf16 or int8 dot-product instructions.
         ("GenuineIntel", 6, ["avx", "avx2", "fma"],
-         {"float32": 32, "float64": 16, "bfloat16": None, "float16": None}),
-        # Zen 4: AVX-512 on 256-bit units; VDPBF16PS 4 FLOP per fp32 lane × 8 lanes × 2.
-        ("AuthenticAMD", 25, ["avx", "avx2", "fma", "avx512f", "avx512_bf16"],
-         {"float32": 32, "float64": 16, "bfloat16": 64, "float16": None}),
+         {"float32": 32, "float64": 16, "bfloat16": None, "float16": None, "int8": None}),
+        # Zen 4: AVX-512 on 256-bit units; VDPBF16PS 4 FLOP per fp32 lane × 8 lanes × 2;
+        # VPDPBUSD 8 operations per 32-bit lane × 8 lanes × 2.
+        ("AuthenticAMD", 25, ["avx", "avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni"],
+         {"float32": 32, "float64": 16, "bfloat16": 64, "float16": None, "int8": 128}),
+        # AVX2 with AVX-VNNI (256-bit VPDPBUSD): 2 × 8 × 8.
+        ("GenuineIntel", 6, ["avx", "avx2", "fma", "avx_vnni"],
+         {"float32": 32, "float64": 16, "bfloat16": None, "float16": None, "int8": 128}),
         # AVX without FMA: one add and one multiply per lane per cycle.
         ("GenuineIntel", 6, ["avx"], {"float32": 16, "float64": 8, "bfloat16": None,
-                                     "float16": None}),
+                                     "float16": None, "int8": None}),
     ],
 )  # fmt: skip
 def test_theoretical_peak_is_flop_per_cycle_times_cores_times_clock(
@@ -487,8 +493,8 @@ def test_a_known_device_figure_that_is_not_a_number_is_named(tmp_path):
 
 
 def test_settings_with_an_unknown_dtype_are_refused_by_name():
-    with pytest.raises(ValueError, match="int8"):
-        characterize.check_settings(TINY_SETTINGS | {"dtypes": ["int8"]}, ["torch"], "cpu")
+    with pytest.raises(ValueError, match="int4"):
+        characterize.check_settings(TINY_SETTINGS | {"dtypes": ["int4"]}, ["torch"], "cpu")
 
 
 # ---------------------------------------------------------------- workers and the script

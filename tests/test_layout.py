@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from fwbench.frameworks import RUNTIME_GEMMS
+
 from conftest import REPO
 
 LIBRARY = REPO / "workflow" / "fwbench"
@@ -22,6 +24,7 @@ RUNTIME_IMPORTS = {
     "tf2onnx": "fwbench.frameworks.tensorflow.export",
     "onnxscript": "fwbench.frameworks.torch.export",
 }
+RUNTIME_HARDWARE = {f"fwbench.runtimes.{name}" for name in RUNTIME_GEMMS}
 
 
 def _modules() -> dict[str, Path]:
@@ -168,7 +171,9 @@ def test_a_framework_is_imported_only_in_its_own_adapter_package(module):
 def test_a_runtime_or_exporter_is_imported_only_in_its_own_module(module):
     for name in _imports(MODULES[module]):
         owner = RUNTIME_IMPORTS.get(name.split(".")[0])
-        assert owner in (None, module), f"{module} imports {name} (only {owner} may)"
+        # a runtime's hardware part (frameworks.load_hardware) is its adapter too
+        own = (owner, f"{owner}_hardware") if owner in RUNTIME_HARDWARE else (owner,)
+        assert owner is None or module in own, f"{module} imports {name} (only {owner} may)"
 
 
 def test_no_runtime_module_imports_a_framework():

@@ -10,6 +10,7 @@ A framework that is not installed skips its cases.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 import tempfile
@@ -21,7 +22,8 @@ import numpy as np
 import pytest
 
 from fwbench import frameworks
-from fwbench.frameworks import BFLOAT16, FLOAT32, PRECISIONS
+from fwbench.frameworks import BFLOAT16, FLOAT32, PRECISIONS, kernel_precision
+from fwbench.frameworks.kernel_precision import FLOP, KERNEL_TIME
 from fwbench.model import reference
 from fwbench.model.specs import build_spec
 from fwbench.model.weights import make_input, make_weights
@@ -301,3 +303,72 @@ def test_an_onnx_runtime_runner_feeds_and_reads_bf16_and_its_profile_runs_the_sa
     float32 = loaded.build(spec, None, "onnxrt", "cpu", artifact=artifact)
     with pytest.raises(Exception, match=re.escape("Actual: (tensor(float))")):
         float32(float32.prepare(x))
+
+
+# ---- did the low-precision kernels run (frameworks.kernel_precision) --------------------------
+
+# What each mode's bf16 work computed in on a CPU, as its evidence reads it: XLA's CPU backend
+# converts bf16 operands to f32 around its dots and convolutions (jax in every mode, and
+# TensorFlow's xla); torch and TensorFlow's graph executor run bf16 kernels. A framework
+# version that changes this fails here.
+UPCAST_MODES = {("jax", "eager"), ("jax", "jit"), ("jax", "export"), ("tensorflow", "xla")}
+
+
+@pytest.mark.parametrize(("framework", "mode", "arch"), CASES)
+def test_a_bf16_cell_says_what_its_work_computed_in_and_flags_an_upcast(framework, mode, arch):
+    run = bf16_run(framework, mode, arch)
+    spec = build_spec(arch, SMALL_DIMS[arch])
+    found = run.runner.kernel_precision(run.runner.prepare(make_input(spec, BATCH)))
+    assert found.low == BFLOAT16 and found.basis in (KERNEL_TIME, FLOP)
+    if (framework, mode) == ("torch", "aoti"):  # its kernels never reach torch.profiler
+        assert math.isnan(found.share) and not found.upcast()
+        assert "nothing typed" in found.note() and "AOTInductor" in found.note()
+        return
+    assert found.upcast() == ((framework, mode) in UPCAST_MODES), found.note()
+    if found.upcast():
+        assert found.shares.get(FLOAT32, 0) > 0.5 and "ran instead: float32" in found.note()
+        assert found.casts > 0  # the converts XLA inserted
+    else:
+        assert found.share >= 0.9, found.note()
+
+
+def test_a_large_bf16_gemm_is_found_in_bf16_and_the_same_gemm_forced_to_float32_is_flagged():
+    torch = pytest.importorskip("torch")
+    from fwbench.frameworks.torch.profiling import kernel_precision
+
+    linear = torch.nn.Linear(1024, 1024).to(torch.bfloat16)
+    x = torch.randn(256, 1024).to(torch.bfloat16)
+    with torch.inference_mode():
+        native = kernel_precision(lambda: linear(x), BFLOAT16)
+        forced = kernel_precision(lambda: linear.float()(x.float()).to(torch.bfloat16), BFLOAT16)
+    assert native.share == 1.0 and not native.upcast() and native.casts == 0
+    assert forced.upcast() and forced.shares[FLOAT32] > 0.5 and forced.casts >= 1
+
+
+def test_the_hlo_reader_types_each_product_by_its_operands_and_counts_its_flop():
+    hlo = """HloModule m
+%fused (param_0: bf16[8,16]) -> f32[8,16] {
+  %param_0 = bf16[8,16]{1,0} parameter(0)
+  ROOT %convert.1 = f32[8,16]{1,0} convert(%param_0)
+}
+ENTRY %main (a: bf16[8,16], b: bf16[16,4], c: f32[16,4]) -> f32[8,4] {
+  %a = bf16[8,16]{1,0} parameter(0)
+  %b = bf16[16,4]{1,0} parameter(1)
+  %c = f32[16,4]{1,0} parameter(2)
+  %low = bf16[8,4]{1,0} dot(%a, %b), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  %up = f32[8,16]{1,0} fusion(%a), kind=kLoop, calls=%fused
+  %wide = f32[8,4]{1,0} dot(f32[8,16]{1,0} %up, f32[16,4]{1,0} %c), lhs_contracting_dims={1}
+  %x = bf16[1,8,8,3]{3,2,1,0} parameter(3)
+  %k = bf16[3,3,3,5]{3,2,1,0} parameter(4)
+  ROOT %conv = bf16[1,8,8,5]{3,2,1,0} convolution(%x, %k), dim_labels=b01f_01io->b01f
+}
+"""
+    products, casts = kernel_precision.hlo_products(hlo)
+    assert products == [
+        ("bfloat16", 2 * 8 * 4 * 16),
+        ("float32", 2 * 8 * 4 * 16),
+        ("bfloat16", 2 * 64 * 5 * 27),
+    ]
+    assert casts == 1
+    found = kernel_precision.of_hlo(hlo, BFLOAT16, "test")
+    assert found.share == pytest.approx((1024 + 17280) / (2048 + 17280)) and not found.upcast()

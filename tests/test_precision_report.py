@@ -33,6 +33,16 @@ MEDIANS = {
     ("torch", "onnxrt", "bfloat16"): None,
 }
 ORT_ERROR = "NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : no Gemm(13) for bf16"
+# What each bf16 cell's work computed in (frameworks.kernel_precision): eager's in bf16,
+# compiled's mostly in float32 (an upcast).
+KERNELS = {
+    "eager": (1.0, "bfloat16 100% of the typed kernel time, 0 casts; torch.profiler (test)"),
+    "compiled": (
+        0.1,
+        "bfloat16 10% of the typed kernel time (ran instead: float32 90%), 4 casts; "
+        "torch.profiler (test)",
+    ),
+}
 
 
 def _cell(framework: str, mode: str, precision: str, median: float | None, rng) -> Cell:
@@ -45,6 +55,10 @@ def _cell(framework: str, mode: str, precision: str, median: float | None, rng) 
         cell.attrs["error_message"] = ORT_ERROR
     else:
         cell.latency_s = median * rng.lognormal(0.0, 0.01, 30)
+    if precision != "float32" and mode in KERNELS:
+        share, note = KERNELS[mode]
+        cell.scalars["low_precision_share"] = share
+        cell.attrs["kernel_precision"] = note
     return cell
 
 
@@ -119,3 +133,16 @@ def test_no_section_without_a_low_precision(tmp_path):
     part = SimpleNamespace(view=StatsView(stats), name=None)
     assert precision_section(SimpleNamespace(equivalence=None), part) == ""
     assert precision_findings(StatsView(stats)) == []
+
+
+def test_a_bf16_cell_that_computed_mostly_in_float32_is_flagged_and_reported(stats):
+    flags = stats["flags"].sel(arch="mlp", batch=32, precision="bfloat16")
+    assert "upcast" in str(flags.sel(framework="torch", mode="compiled").item()).split(",")
+    assert "upcast" not in str(flags.sel(framework="torch", mode="eager").item()).split(",")
+    part = SimpleNamespace(view=StatsView(stats), name=None)
+    text = precision_section(SimpleNamespace(equivalence=None), part)
+    assert "Share of the work that ran in bfloat16" in text
+    assert "**upcast**: 10%" in text and "100%" in text
+    assert "torch.profiler (test)" in text  # how it was seen
+    (finding,) = precision_findings(StatsView(stats))
+    assert "1 computed mostly in another dtype (flag upcast: torch compiled)" in finding

@@ -35,7 +35,7 @@ def _aggregate(tmp_path, offsets):
 def test_processes_that_disagree_are_covered_by_the_spread_ci_only(tmp_path, capsys):
     path = _aggregate(tmp_path, [1.0, 1.1, 1.2, 1.3])
     (row,) = process_variation.cell_rows(path, 2, None)
-    assert row["cell"] == "local/torch/eager/mlp/1"
+    assert row["cell"] == "local/torch/eager/mlp/b1"
     assert row["spread"] == pytest.approx(1.3, rel=0.01)
     assert row["truth"] == pytest.approx(1.15, rel=0.01)
     low, high = row["p0"]

@@ -40,7 +40,7 @@ SYSTEMS = {
     "gpu_nodes": {"threads": 1, "slurm": {"partition": GPU_PARTITION, "gpus": 1}},
 }
 # docs/architecture.md
-TIMING_RULES = ("hardware", "bench", "bench_process", "rounds", "export", "train")
+TIMING_RULES = ("hardware", "hardware_peak", "bench", "bench_process", "rounds", "export", "train")
 SUBMITTED = re.compile(r"Job \d+ has been submitted with SLURM jobid (\d+) \(log: (\S+)\)\.")
 
 

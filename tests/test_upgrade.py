@@ -15,7 +15,7 @@ from fwbench.io.comparisons_file import VERDICTS
 from fwbench.io.rounds_file import read_rounds
 from fwbench.provenance import installed_versions
 
-from conftest import SMOKE, smoke_configs, snakemake
+from conftest import NO_BF16_KERNEL, SMOKE, smoke_configs, snakemake
 from plans import plan_of
 
 pytestmark = pytest.mark.slow
@@ -85,8 +85,16 @@ def test_upgrading_torch_reruns_only_torch_cells_and_keeps_the_old_ones(smoke_co
     assert len(table) == torch_cells
     assert set(table["new_version"]) == {NEW_TORCH}
     assert set(table["old_version"]) == {installed_versions("torch")["torch"]}
-    assert set(table["verdict"]) <= set(VERDICTS)
-    assert (table["ratio"] > 0).all()
+    # torch's onnxrt mlp in bfloat16 fails in both versions (ORT has no bf16 Gemm kernel)
+    failed = table[table["old_status"] != "ok"]
+    where = zip(failed["mode"], failed["arch"], failed["precision"], strict=True)
+    assert set(where) == {
+        (mode, arch, "bfloat16") for framework, mode, arch in NO_BF16_KERNEL if framework == "torch"
+    }
+    assert set(failed["verdict"]) == {"not compared (old failed, new failed)"}
+    compared = table.drop(index=failed.index)
+    assert set(compared["verdict"]) <= set(VERDICTS)
+    assert (compared["ratio"] > 0).all()
     assert "## local/torch" in (workdir / "results/compare/summary.md").read_text()
     for k in range(config["rounds"]["sets"]):
         rounds = read_rounds(workdir / f"results/rounds/local/mlp/b8/set{k}.nc")

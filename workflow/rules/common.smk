@@ -8,6 +8,7 @@ from pathlib import Path
 from snakemake.utils import validate
 
 from fwbench import plan as fwplan
+from fwbench.frameworks import gemm_runtimes
 from fwbench.plan import paths
 from fwbench.plan.versions import env_file, versions_source
 from fwbench.present import catalog
@@ -50,6 +51,10 @@ FRAMEWORK_ENV = conda_env_of(
 )
 HARDWARE_ENV = conda_env_of(
     lambda wildcards: conda_env("hardware", PLAN.systems[wildcards.system].device)
+)
+# The deployment runtimes whose GEMM peaks a hardware_peak job measures beside the frameworks'.
+HARDWARE_RUNTIMES = gemm_runtimes(
+    {fw: config["modes"][fw] for fw in config["frameworks"]}
 )
 SYSTEM_THREADS = per_system(lambda system: system.threads)
 # The SLURM resources of a timing job: its system's partition, constraint, account and GPUs.

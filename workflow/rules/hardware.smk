@@ -22,3 +22,27 @@ rule hardware:
         system=system_params,
     script:
         "../scripts/hardware.py"
+
+
+# A dtype's GEMM peak in a job of its own (fwbench.hardware.peaks: int8), beside the hardware
+# file whose node, clock and triad it takes: measuring it reruns no cell (a timing job).
+rule hardware_peak:
+    input:
+        hardware=ancient(paths.HARDWARE),
+    output:
+        paths.HARDWARE_PEAK,
+    log:
+        "results/logs/hardware/{system}-{dtype}.log",
+    conda:
+        HARDWARE_ENV
+    threads: SYSTEM_THREADS
+    resources:
+        **SYSTEM_RESOURCES,
+        timing_slot=1,
+    params:
+        settings=lookup(within=config, dpath="hardware"),
+        frameworks=config["frameworks"],
+        runtimes=HARDWARE_RUNTIMES,
+        system=system_params,
+    script:
+        "../scripts/hardware_peak.py"

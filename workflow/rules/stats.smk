@@ -6,6 +6,8 @@ rule stats:
     input:
         bench=rules.aggregate_bench.output[0],
         hardware=HARDWARE_FILES,
+        # read with each system's hardware file (io.hardware_file.read_hardware_record)
+        peaks=PLAN.hardware_peak_files(),
         rounds=PLAN.rounds_files(),
     output:
         nc="results/summary/stats.nc",

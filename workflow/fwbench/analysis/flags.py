@@ -11,12 +11,14 @@ import xarray as xr
 
 from fwbench.analysis.processes import NODE_SEPARATOR
 from fwbench.analysis.roofline import INVALID_FAST
+from fwbench.frameworks.kernel_precision import UPCAST_BELOW
 from fwbench.io.dims import CELL_DIMS, EAGER_MODE, along
 
 FLAG_HIGH_CV, FLAG_CONTENDED, FLAG_NOT_COMPILED = "high_cv", "contended", "not_compiled"
 FLAG_PARTIAL = "partially_compiled"
 FLAG_NODE_MISMATCH = "node_mismatch"
 FLAG_SLOW_MACHINE = "slow_machine"
+FLAG_UPCAST = "upcast"
 UNTRUSTED_FLAGS = (
     FLAG_CONTENDED,
     FLAG_SLOW_MACHINE,
@@ -39,6 +41,9 @@ FLAG_MEANINGS = {
     "its speedup is not the compiler's alone",
     FLAG_NODE_MISMATCH: "measured on a node whose CPU or GPU model differs from the one its "
     "system's hardware file measured: its roofline is another machine's",
+    FLAG_UPCAST: f"a cell in a precision below float32 whose typed work ran less than "
+    f"{UPCAST_BELOW:.0%} in it (low_precision_share): an upcast or a fallback kernel; "
+    "kernel_precision says what ran instead (its speedup is not the precision's)",
 }
 
 
@@ -98,6 +103,7 @@ def cell_flags(
             FLAG_NOT_COMPILED: ok & compiled_mode & (cells["compiled"] == 0),
             FLAG_PARTIAL: ok & compiled_mode & has_text(bench, "eager_ops"),
             FLAG_NODE_MISMATCH: ok & node_mismatch(bench, node),
+            FLAG_UPCAST: ok & (cells["low_precision_share"] < UPCAST_BELOW),
         }
     )
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from types import ModuleType
 
 from fwbench.frameworks.info import BFLOAT16 as BFLOAT16  # the precisions, re-exported
@@ -56,6 +56,18 @@ def runtime_of(framework: str, mode: str) -> str | None:
     """The deployment runtime package (fwbench.runtimes.<name>) a mode's cells run in; None
     for the modes the framework itself runs."""
     return framework_info(framework).runtime_modes.get(mode)
+
+
+# The deployment runtimes with a part in the hardware stage (fwbench.runtimes.<runtime>_hardware,
+# a frameworks.protocols.HardwareProbe on the CPU) and the GEMM dtypes it measures.
+RUNTIME_GEMMS: dict[str, tuple[str, ...]] = {"onnxrt": ("int8",)}
+
+
+def gemm_runtimes(modes: Mapping[str, Iterable[str]]) -> list[str]:
+    """The runtimes that the configured modes (framework -> modes) run cells in and that
+    measure a GEMM peak in the hardware stage, in RUNTIME_GEMMS's order."""
+    used = {runtime_of(framework, mode) for framework, names in modes.items() for mode in names}
+    return [runtime for runtime in RUNTIME_GEMMS if runtime in used]
 
 
 def framework_info(framework: str) -> FrameworkInfo:
@@ -170,6 +182,13 @@ def load(framework: str, part: str = "infer") -> ModuleType:
     if part not in (*PARTS, EXPORT_PART):
         raise ValueError(f"unknown part {part!r} of a framework package; known: {', '.join(PARTS)}")
     return importlib.import_module(f"fwbench.frameworks.{framework}.{part}")
+
+
+def load_hardware(runner: str) -> ModuleType:
+    """A framework's `hardware` part, or a runtime's (fwbench.runtimes.<runtime>_hardware)."""
+    if runner in RUNTIME_GEMMS:
+        return importlib.import_module(f"fwbench.runtimes.{runner}_hardware")
+    return load(runner, "hardware")
 
 
 def load_inference(framework: str, mode: str) -> object:

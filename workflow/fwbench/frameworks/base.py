@@ -25,6 +25,7 @@ from fwbench.frameworks import (
     check_precision,
     is_export_mode,
 )
+from fwbench.frameworks.kernel_precision import KernelPrecision
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.trace import Trace
 from fwbench.model.specs import ArchSpec
@@ -189,3 +190,9 @@ class BaseRunner(ABC):
         """The profile as the adapter's classification read it, with TRACE_NOTE; a mode that
         needs more overrides this."""
         return replace(trace, note=self.TRACE_NOTE) if self.TRACE_NOTE else trace
+
+    def kernel_precision(self, prepared: Any) -> KernelPrecision | None:
+        """In a cell of a precision other than float32, after its timed samples: what the work
+        computed in (fwbench.frameworks.kernel_precision); None where the adapter has no way
+        to see it."""
+        return None

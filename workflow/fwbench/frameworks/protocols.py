@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from fwbench.frameworks.info import FLOAT32
+from fwbench.frameworks.kernel_precision import KernelPrecision
 from fwbench.frameworks.trace import Trace
 from fwbench.model.resnet import ResNetSpec
 from fwbench.model.specs import ArchSpec
@@ -98,6 +99,11 @@ class Runner(Protocol):
     def own_trace(self, trace: Trace) -> Trace:
         """A profile of this runner's calls as the mode must be read (what a launch is, which
         kernels the profiler cannot see), from the adapter's `profile`."""
+
+    def kernel_precision(self, prepared: Any) -> KernelPrecision | None:
+        """What a low-precision cell's work computed in, after its timed samples: a profiler's
+        kernel dtypes or the compiled program's (fwbench.frameworks.kernel_precision); None
+        where the adapter cannot see it."""
 
 
 @runtime_checkable
@@ -228,8 +234,9 @@ class TrainingAdapter(Protocol):
 
 @runtime_checkable
 class HardwareProbe(Protocol):
-    """The module `frameworks/<framework>/hardware.py`, imported by a hardware worker process
-    after it applied the thread environment (fwbench.hardware.workers)."""
+    """The module `frameworks/<framework>/hardware.py` (or a runtime's
+    `runtimes/<runtime>_hardware.py`, frameworks.load_hardware), imported by a hardware worker
+    process after it applied the thread environment (fwbench.hardware.workers)."""
 
     def setup(self, threads: int) -> dict[str, Any]:
         """Apply the framework's thread count and full float32 precision (no TF32); returns

@@ -26,8 +26,10 @@ from fwbench.hardware.hierarchy import log_line, measure_memory, stream_check
 from fwbench.hardware.theory import (
     DTYPES,
     compare_to_theory,
+    instruction_ceilings,
     load_known_devices,
     ridges,
+    served_by,
     theoretical_peaks,
 )
 from fwbench.hardware.workers import run_worker
@@ -227,6 +229,15 @@ def _provenance(
     }
 
 
+def _instructions(compute: dict[str, Any], cpu: dict[str, Any], clock_hz: float, cores: int):
+    """The CPU's GEMM instructions per dtype with their op/cycle/core ceilings
+    (`instructions`), and per dtype which of them computed its best GEMM (`served_by`)."""
+    ceilings = instruction_ceilings(cpu["isa"], cpu["vendor"], cpu.get("family"))
+    compute["instructions"] = ceilings
+    for dtype, entry in compute["dtypes"].items():
+        entry["served_by"] = served_by(entry, ceilings.get(dtype, {}), cores, clock_hz)
+
+
 def characterize(
     output: str | os.PathLike,
     settings: dict[str, Any],
@@ -258,6 +269,8 @@ def characterize(
         device, cpu, gpu, thread_settings["threads"], known_devices, measured["clock"]
     )
     compare_to_theory(compute, theory)
+    if device == "cpu":
+        _instructions(compute, cpu, theory["isa_model"]["clock_hz"], thread_settings["threads"])
     bandwidth = measured["bandwidth"]
     triad_Bps = bandwidth.get("kernels", {}).get("triad", {}).get("best_bandwidth_Bps")
     stream_check(memory, triad_Bps)

@@ -8,7 +8,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-DTYPES = ("float32", "bfloat16", "float16", "float64")
+from fwbench.host.identity import dtype_instructions
+
+# int8's "FLOP" are integer operations: a multiply-add counts 2, as a float FMA does.
+DTYPES = ("float32", "bfloat16", "float16", "float64", "int8")
 KNOWN_DEVICE_FIGURES = ("float32_flops_per_s", "bfloat16_flops_per_s", "bandwidth_Bps")
 
 
@@ -26,6 +29,14 @@ AMX_SOURCE = (
     "Intel Architecture Day 2021 and " + INTEL_OPTIMIZATION_MANUAL + " (AMX chapter): TMUL "
     "does 1024 bf16 (and fp16) FLOP per cycle per core, a 16×32 by 32×16 tile product "
     "(16,384 FLOP) every 16 cycles"
+)
+AMX_INT8_SOURCE = (
+    INTEL_OPTIMIZATION_MANUAL + " (AMX chapter): TMUL does 2048 int8 operations per cycle per "
+    "core, a 16×64 by 64×16 tile product (16,384 multiply-adds) every 16 cycles"
+)
+VPDPBUSD_SOURCE = (
+    "VPDPBUSD (AVX512-VNNI / AVX-VNNI): per 32-bit lane, four u8×s8 products added to the "
+    "accumulator = 8 operations, assumed at the FMA rate (uops.info https://uops.info/table.html)"
 )
 VDPBF16PS_SOURCE = (
     "uops.info instruction tables (VDPBF16PS throughput equals VFMADD231PS on Zen 4, Ice Lake "
@@ -85,6 +96,9 @@ def isa_flop_per_cycle(
         sources["bfloat16"] = "VDPBF16PS, 4 FLOP per fp32 lane at the FMA rate. " + (
             VDPBF16PS_SOURCE
         )
+    flop["int8"], int8_source = _int8_per_cycle(isa, width, fma_units)
+    if int8_source:
+        sources["int8"] = int8_source
     if isa.get("amx_fp16"):
         flop["float16"] = 1024
         sources["float16"] = AMX_SOURCE
@@ -100,6 +114,20 @@ def isa_flop_per_cycle(
         "sources": sources,
         "derivation": f"FLOP/cycle/core = {how} ({width}-bit datapath); × cores × clock",
     }
+
+
+def _int8_per_cycle(
+    isa: dict[str, bool], width: int, fma_units: int
+) -> tuple[int | None, str | None]:
+    """int8 operations per cycle per core: AMX's TMUL, else VPDPBUSD (512-bit with
+    AVX512-VNNI, 256-bit with AVX-VNNI); None without either (int8 dot products then take
+    VPMADDUBSW + VPMADDWD pairs with 16-bit intermediate saturation: not modelled)."""
+    if isa.get("amx_int8"):
+        return 2048, AMX_INT8_SOURCE
+    if isa.get("avx512_vnni") or isa.get("avx_vnni"):
+        lanes = (width if isa.get("avx512_vnni") else min(width, 256)) // 32
+        return fma_units * 8 * lanes, VPDPBUSD_SOURCE
+    return None, None
 
 
 def theoretical_cpu_peaks(
@@ -248,3 +276,57 @@ def compare_to_theory(compute: dict[str, Any], theory: dict[str, Any]) -> None:
         ratio = entry["best_flops_per_s"] / peak if entry["best_flops_per_s"] and peak else None
         entry["best_over_theoretical"] = ratio
         entry["above_theoretical"] = bool(ratio and ratio > 1)
+
+
+def instruction_ceilings(
+    isa: dict[str, bool], vendor: str, family: int | None, fma_units: int = 2
+) -> dict[str, dict[str, int]]:
+    """Per dtype, each of the CPU's GEMM instructions (host.identity.GEMM_INSTRUCTIONS) with
+    the operations per cycle per core it can reach (the FMA-unit assumption as in
+    isa_flop_per_cycle)."""
+    width, _ = _vector_width(isa, vendor, family)
+    per_cycle = {
+        "AVX-512 FMA": lambda bits: fma_units * 2 * width // bits,
+        "AVX2 FMA": lambda bits: fma_units * 2 * min(width, 256) // bits,
+        "AMX-BF16 (TDPBF16PS)": lambda bits: 1024,
+        "AVX512-BF16 (VDPBF16PS)": lambda bits: fma_units * 4 * width // 32,
+        "AMX-FP16 (TDPFP16PS)": lambda bits: 1024,
+        "AVX512-FP16 FMA": lambda bits: fma_units * 2 * width // 16,
+        "AMX-INT8 (TDPBUSD)": lambda bits: 2048,
+        "AVX512-VNNI (VPDPBUSD)": lambda bits: fma_units * 8 * width // 32,
+        "AVX-VNNI (VPDPBUSD, 256-bit)": lambda bits: fma_units * 8 * min(width, 256) // 32,
+    }
+    bits = {"float64": 64, "float32": 32, "bfloat16": 16, "float16": 16, "int8": 8}
+    return {
+        dtype: {name: per_cycle[name](bits[dtype]) for name in names}
+        for dtype, names in dtype_instructions(isa).items()
+        if width
+    }
+
+
+def served_by(
+    entry: dict[str, Any], ceilings: dict[str, int], cores: int, clock_hz: float | None
+) -> dict[str, Any]:
+    """Which instructions computed a dtype's best GEMM: the oneDNN kernels' names where the
+    kernel pass found them, else the rate itself where it lies above every instruction's
+    ceiling but one (at the measured clock), else undetermined (the candidates named)."""
+    named = (entry.get("kernels") or {}).get("instructions")
+    if named:
+        return {"instructions": named, "evidence": "oneDNN JIT kernel names (kernels)"}
+    rate = entry.get("best_flops_per_s")
+    if not rate or not clock_hz or not ceilings:
+        return {"instructions": [], "evidence": "undetermined: no rate, clock or instruction"}
+    reached = rate / (cores * clock_hz)
+    able = [name for name, ceiling in ceilings.items() if ceiling >= reached]
+    others = ", ".join(f"{name} {ceilings[name]}" for name in ceilings if name not in able)
+    if len(able) == 1:
+        return {
+            "instructions": able,
+            "evidence": f"{reached:.0f} op/cycle/core at the measured clock, above the ceiling of "
+            f"every other instruction this CPU has ({others or 'none'}; op/cycle/core)",
+        }
+    return {
+        "instructions": [],
+        "evidence": f"undetermined: {reached:.0f} op/cycle/core is within reach of "
+        f"{', '.join(able) or 'no instruction modelled'}",
+    }

@@ -18,8 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from fwbench.frameworks import load, pre_import_env
+from fwbench.frameworks import load_hardware, pre_import_env
 from fwbench.host.harness import time_calls
+from fwbench.host.onednn import JitLog, families
 from fwbench.host.threads import apply_thread_env, setup_threads
 from fwbench.io.atomic import write_json
 from fwbench.memory import canary, native, stream
@@ -99,6 +100,21 @@ def gemm_sweep(
     return results
 
 
+def gemm_kernels(gemm: Any, best_n: dict[str, int]) -> dict[str, Any]:
+    """One product per dtype at its best size, and the oneDNN JIT kernels each generated
+    (fwbench.host.onednn; the worker runs with its PROFILE_ENV): not timed."""
+    jit = JitLog()
+    try:
+        kernels = {}
+        for dtype, n in best_n.items():
+            gemm(n=n, trials=1, dtype=dtype)
+            names = jit.take()
+            kernels[dtype] = {"n": n, "onednn_jit_kernels": names, "instructions": families(names)}
+        return kernels
+    finally:
+        jit.close()
+
+
 def numpy_gemm(n: int, trials: int, dtype: str) -> dict[str, Any]:
     rng = np.random.default_rng(0)
     a = rng.standard_normal((n, n)).astype(dtype)
@@ -129,11 +145,13 @@ def _worker(request: dict[str, Any]) -> dict[str, Any]:
     if framework == "numpy":
         setup, module = {"numpy": np.__version__}, None
     else:
-        module = load(framework, "hardware")
+        module = load_hardware(framework)
         setup = module.setup(threads["threads"])
+    gemm = numpy_gemm if module is None else partial(module.gemm, device=device)
     if task == "gemm":
-        gemm = numpy_gemm if module is None else partial(module.gemm, device=device)
         result = gemm_sweep(gemm, **args)
+    elif task == "gemm_kernels":
+        result = gemm_kernels(gemm, **args)
     elif task == "stream":
         run = (
             stream.numpy_stream if module is None else partial(module.stream_kernels, device=device)
@@ -167,11 +185,13 @@ def run_worker(
     device: str,
     log: Any = None,
     timeout_s: float = 3600,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Run one task in a fresh process; its stderr goes to `log`. Raises with the exit code."""
+    """Run one task in a fresh process (with `env` added to its environment); its stderr
+    goes to `log`. Raises with the exit code."""
     request = {"framework": framework, "task": task, "args": args, "threads": threads}
     request["device"] = device
-    env = os.environ | _thread_env(threads) | pre_import_env(framework, device)
+    env = os.environ | _thread_env(threads) | pre_import_env(framework, device) | (env or {})
     with tempfile.TemporaryDirectory(prefix="fwbench-hw-") as scratch:
         result_path = Path(scratch) / "result.json"
         command = [sys.executable, "-m", "fwbench.hardware.workers", json.dumps(request)]

@@ -182,6 +182,9 @@ def dtype_support(
         reasons["bfloat16"] = (
             None if capability >= 8.0 else f"compute capability {capability} < 8.0: no bf16"
         )
+        reasons["int8"] = (
+            None if capability >= 7.5 else f"compute capability {capability} < 7.5: no int8 MMA"
+        )
         return reasons
     isa = cpu["isa"]
     reasons["bfloat16"] = (
@@ -194,4 +197,34 @@ def dtype_support(
         if isa["avx512_fp16"] or isa["amx_fp16"]
         else "no avx512_fp16/amx_fp16 in the CPU flags: an fp16 GEMM would be emulated"
     )
+    reasons["int8"] = (
+        None
+        if isa["avx512_vnni"] or isa["avx_vnni"] or isa["amx_int8"]
+        else "no VNNI/AMX-INT8 in the CPU flags: int8 dot products would take VPMADDUBSW + "
+        "VPMADDWD pairs (16-bit intermediate saturation; ONNX Runtime's quantizer then needs "
+        "reduce_range)"
+    )
     return reasons
+
+
+# Per dtype, the CPU's instructions that compute its GEMM, fastest first: (flag, name).
+GEMM_INSTRUCTIONS = {
+    "float64": (("avx512f", "AVX-512 FMA"), ("fma", "AVX2 FMA")),
+    "float32": (("avx512f", "AVX-512 FMA"), ("fma", "AVX2 FMA")),
+    "bfloat16": (("amx_bf16", "AMX-BF16 (TDPBF16PS)"), ("avx512_bf16", "AVX512-BF16 (VDPBF16PS)")),
+    "float16": (("amx_fp16", "AMX-FP16 (TDPFP16PS)"), ("avx512_fp16", "AVX512-FP16 FMA")),
+    "int8": (
+        ("amx_int8", "AMX-INT8 (TDPBUSD)"),
+        ("avx512_vnni", "AVX512-VNNI (VPDPBUSD)"),
+        ("avx_vnni", "AVX-VNNI (VPDPBUSD, 256-bit)"),
+    ),
+}
+
+
+def dtype_instructions(isa: dict[str, bool]) -> dict[str, list[str]]:
+    """Per dtype, the instructions this CPU has for its products (from its flags), fastest
+    first; empty where it has none (the dtype is then converted or emulated)."""
+    return {
+        dtype: [name for flag, name in options if isa.get(flag)]
+        for dtype, options in GEMM_INSTRUCTIONS.items()
+    }

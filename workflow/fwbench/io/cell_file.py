@@ -53,7 +53,7 @@ from fwbench.io.variables import CELL_SCALARS, CELL_SERIES
 SERIES = CELL_SERIES
 UNITS = CELL_SERIES | CELL_SCALARS
 SCALARS = list(CELL_SCALARS)
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 # Version 1 lacks the contention variables other_cores_probe, other_cores_during, cpu_pressure;
 # versions 1 and 2 lack working_set_bytes and null_call_s (all read as NaN); versions 1 to 3
 # lack the attributes system, cpu_model and gpu_model (the aggregate is told the system; the
@@ -62,8 +62,9 @@ SCHEMA_VERSION = 9
 # to 5 lack the canary's variables and the slow_machine attribute (NaN). Version 6 lacks
 # canary_read_factor (NaN) and its speed_factor is the larger of the chain's and the read's.
 # Versions 1 to 7 lack the attribution pass's variables (NaN). Versions 1 to 8 lack the
-# precision attribute: they computed in float32 (CellKey.of reads them so).
-READABLE = (1, 2, 3, 4, 5, 6, 7, 8, 9)
+# precision attribute: they computed in float32 (CellKey.of reads them so). Versions 1 to 9 lack
+# low_precision_share and kernel_precision (NaN, '': a bf16 cell of version 9 was not examined).
+READABLE = (1, 2, 3, 4, 5, 6, 7, 8, 9, 10)
 UNVERSIONED = 1
 WHAT = "cell file"
 

@@ -21,10 +21,12 @@ slower than the hardware (a correct cell would look faster than the hardware all
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from fwbench.io.atomic import write_json
@@ -43,6 +45,20 @@ WHAT = "hardware file"
 STREAM_KERNELS = ("copy", "scale", "add", "triad")
 STREAM_TRIAD = "STREAM triad"
 FILLED = "no plateau of its own"
+# The dtypes whose GEMM peak a job of its own measures (fwbench.hardware.peaks), in a file
+# beside the hardware file (PEAK_FILE in a directory named as the system): adding one reruns
+# no cell (cells read the hardware file for their canary's baseline). Its document holds the
+# hardware file's compute, theoretical and ridge sections for that dtype alone, and the
+# record reads them as the hardware file's own.
+OWN_JOB_DTYPES = ("int8",)
+PEAK_FILE = "gemm-{dtype}.json"
+PEAK_SECTIONS = (("compute", "dtypes"), ("compute", "instructions"), ("theoretical", "flops_per_s"))
+PEAK_SECTIONS += (("theoretical", "flops_source"), ("ridge", "per_dtype"))
+
+
+def peak_file(hardware: str | os.PathLike, dtype: str) -> Path:
+    """The file of `dtype`'s own peak job beside the hardware file at `hardware`."""
+    return Path(hardware).with_suffix("") / PEAK_FILE.format(dtype=dtype)
 
 
 def write_hardware(document: dict[str, Any], path: str | os.PathLike) -> None:
@@ -99,6 +115,10 @@ class Peak:
     theoretical_source: str = ""
     measured_ridge: float | None = None
     theoretical_ridge: float | None = None
+    # The instructions that computed the best GEMM and the evidence (oneDNN's kernel names, or
+    # the rate against each instruction's ceiling); () where undetermined or not recorded.
+    served_by: tuple[str, ...] = ()
+    served_by_evidence: str = ""
 
 
 @dataclass(frozen=True)
@@ -172,8 +192,24 @@ class _Reader:
 
 
 def read_hardware_record(path: str | os.PathLike | None) -> HardwareRecord | None:
-    """The record of the hardware file at `path`; None when no path is given."""
-    return None if path is None else record_from_document(read_hardware(path), str(path))
+    """The record of the hardware file at `path` with the peak files beside it (those of
+    OWN_JOB_DTYPES that exist); None when no path is given."""
+    if path is None:
+        return None
+    document = read_hardware(path)
+    for dtype in OWN_JOB_DTYPES:
+        if peak_file(path, dtype).exists():
+            document = with_peak(document, read_hardware(peak_file(path, dtype)))
+    return record_from_document(document, str(path))
+
+
+def with_peak(document: dict[str, Any], peak: dict[str, Any]) -> dict[str, Any]:
+    """The hardware document with a peak file's sections (PEAK_SECTIONS) merged in."""
+    merged = copy.deepcopy(document)
+    for section, part in PEAK_SECTIONS:
+        found = lookup(peak, section, part) or {}
+        merged.setdefault(section, {}).setdefault(part, {}).update(found)
+    return merged
 
 
 def record_from_document(document: dict[str, Any], source: str) -> HardwareRecord:
@@ -234,6 +270,8 @@ def _peaks(read: _Reader) -> dict[str, Peak]:
             theoretical_source=read.text("theoretical", "flops_source", dtype),
             measured_ridge=read.number("ridge", "per_dtype", dtype, "measured_flop_per_byte"),
             theoretical_ridge=read.number("ridge", "per_dtype", dtype, "theoretical_flop_per_byte"),
+            served_by=tuple((entry.get("served_by") or {}).get("instructions") or ()),
+            served_by_evidence=str((entry.get("served_by") or {}).get("evidence") or ""),
         )
     return peaks
 

@@ -43,11 +43,12 @@ from fwbench.io.variables import V
 # `comparison` (fwbench.io.comparisons_file), verdicts faster / slower / equivalent /
 # undetermined at one level, the winners' contenders, ratio CI and p in place of the tie and
 # Holm's p, deployment_verdict, compile_equivalent_cells. 5: the precision dimension (every
-# cell variable over it; the comparisons name their precision).
-SCHEMA_VERSION = 5
+# cell variable over it; the comparisons name their precision). 6: low_precision_share and
+# kernel_precision (what a low-precision cell computed in), the flag upcast.
+SCHEMA_VERSION = 6
 PRECISION = "precision"
 VIEW_DIMS = tuple(d for d in CELL_DIMS if d != PRECISION)  # a StatsView's cell dimensions
-READABLE = (5,)
+READABLE = (6,)
 WHAT = "statistics file"
 RERUN = "the stats rule (snakemake --forcerun stats)"
 

@@ -236,6 +236,17 @@ CELL_NUMBERS = (
         _CB,
         ((CELL, 6),),
     ),
+    Variable(
+        "low_precision_share",
+        "1",
+        "a cell in a precision other than float32: the share of its typed work (kernel time or"
+        " FLOP: kernel_precision says which) whose floating inputs are in its precision, after"
+        " its timed samples (fwbench.frameworks.kernel_precision); NaN for float32 and where"
+        " not examined",
+        Pool.FIRST_PROCESS,
+        _CBS,
+        ((CELL, 10),),
+    ),
 )
 
 
@@ -314,6 +325,12 @@ CELL_TEXT = (
     _text(
         "attribution",
         "what the attribution pass's profiler saw and could not see, or why no pass ran",
+        files=_CBS,
+    ),
+    _text(
+        "kernel_precision",
+        "what a low-precision cell's work computed in, the casts, and how that was seen; or"
+        " why it was not examined ('' for float32)",
         files=_CBS,
     ),
     _text("start_utc", "when the cell's measurement started"),

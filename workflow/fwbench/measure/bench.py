@@ -37,6 +37,7 @@ from fwbench.measure.speed import (
     record_speed,
 )
 from fwbench.plan.request import CellRequest
+from fwbench.precisions import FLOAT32
 
 # The null-call baseline: enough calls for a stable median of a few-µs call, in a few ms.
 NULL_WARMUP, NULL_REPEATS = 20, 200
@@ -101,8 +102,29 @@ def _measure(request: CellRequest, cell: Cell) -> None:
     record_speed(cell, timing, speed)
     canary_bytes = canary.buffer_bytes if canary else 0
     _describe_runner(runner, prepared, cell, request.process, rss_before_canary, canary_bytes)
+    if request.precision != FLOAT32 and request.process == 0:
+        _kernel_precision(runner, prepared, cell)
     if request.attribution and request.process == 0:
         _attribute(adapter, runner, prepared, cell)
+
+
+def _kernel_precision(runner: Any, prepared: Any, cell: Cell) -> None:
+    """What a low-precision cell computed in (frameworks.kernel_precision), after its timed
+    samples, with the pass's own wall time; its failure is recorded and fails nothing the cell
+    measured."""
+    start = time.perf_counter()
+    try:
+        found = runner.kernel_precision(prepared)
+    except Exception as error:  # evidence about the timing, not the timing
+        cell.attrs["kernel_precision"] = f"failed: {type(error).__name__}: {error}"
+        traceback.print_exc()
+        return
+    took = f" (the pass took {time.perf_counter() - start:.2f} s)"
+    if found is None:
+        cell.attrs["kernel_precision"] = "not examined: the runner shows no dtypes" + took
+        return
+    cell.scalars["low_precision_share"] = found.share
+    cell.attrs["kernel_precision"] = found.note() + took
 
 
 def _attribute(adapter: Any, runner: Any, prepared: Any, cell: Cell) -> None:

@@ -15,8 +15,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from fwbench.io.dims import BFLOAT16, FLOAT32
+from fwbench.io.hardware_file import PEAK_FILE
 
 HARDWARE = "results/hardware/{system}.json"
+# A dtype's GEMM peak measured by a job of its own (io.hardware_file.OWN_JOB_DTYPES), where the
+# hardware file's reader finds it (io.hardware_file.peak_file).
+HARDWARE_PEAK = HARDWARE.removesuffix(".json") + "/" + PEAK_FILE
 CELL = "results/cells/{system}/{framework}/{version}/{mode}/{arch}/b{batch}{precision_tag}"
 # Process 0's on-disk compile caches, which the cell's later processes start from.
 COMPILE_CACHE = (

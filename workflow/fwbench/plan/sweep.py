@@ -11,6 +11,7 @@ from typing import Any
 import fwbench.plan.paths as paths
 from fwbench import frameworks
 from fwbench.host.threads import resolve_threads
+from fwbench.io.hardware_file import OWN_JOB_DTYPES
 from fwbench.plan.baselines import baselines
 from fwbench.plan.checks import check_config, compile_options_key
 from fwbench.plan.exports import ExportPlan
@@ -136,6 +137,14 @@ class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
 
     def hardware_files(self) -> list[str]:
         return [paths.HARDWARE.format(system=name) for name in self.systems]
+
+    def hardware_peak_files(self) -> list[str]:
+        """Every system's peak files of the dtypes measured in jobs of their own."""
+        return [
+            paths.HARDWARE_PEAK.format(system=name, dtype=dtype)
+            for name in self.systems
+            for dtype in OWN_JOB_DTYPES
+        ]
 
     def check_runs(self) -> list[tuple[str, str, str]]:
         """(system, framework, version) of every checks job."""
@@ -277,6 +286,7 @@ class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
             "process": r"[1-9][0-9]*",
             "precision_tag": _alternatives(self.precision_tags),
             "set": r"[0-9]+",
+            "dtype": _alternatives(OWN_JOB_DTYPES),
             "version": _alternatives(sorted(versions)),
         }
 

@@ -1,6 +1,7 @@
 """ONNX Runtime: the `onnxrt` mode of torch and tensorflow (each framework's own exporter
-writes the .onnx file: frameworks.<framework>.export). The only module that imports
-onnxruntime and onnx.
+writes the .onnx file: frameworks.<framework>.export). With its hardware part
+(runtimes.onnxrt_hardware: the int8 GEMM peak), the only module that imports onnxruntime and
+onnx.
 
 A session gets exactly the cell's threads: intra_op_num_threads = threads, inter-op 1,
 sequential execution, every graph optimization (ORT_ENABLE_ALL), and the intra-op pool's

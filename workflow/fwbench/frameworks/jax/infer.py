@@ -28,6 +28,7 @@ from jax import export as jax_export
 from fwbench.frameworks import check_threads
 from fwbench.frameworks.base import EXPORTED_COUNTER_NOTE, BaseRunner, check_device
 from fwbench.frameworks.jax import models, profiling
+from fwbench.frameworks.kernel_precision import KernelPrecision, of_hlo
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.model.specs import CNNSpec, RecurrentSpec
 from fwbench.model.weights import Weights
@@ -141,6 +142,18 @@ class JaxRunner(BaseRunner):
         """The allocator's peak since the process started (JAX has no reset)."""
         stats = self._device.memory_stats()
         return int(stats["peak_bytes_in_use"]) if stats else None
+
+    def kernel_precision(self, prepared: jax.Array) -> KernelPrecision:
+        """The FLOP of the optimized HLO's dots and convolutions by their operands' dtype
+        (XLA's CPU backend converts bf16 operands to f32 around its dots: flagged). Eager:
+        the same function as XLA compiles it under jit, since each eager op is compiled by
+        the same backend alone."""
+        arguments = (prepared,) if self.params is None else (self.params, prepared)
+        jitted = self.forward if self.mode != "eager" else jax.jit(self.forward)
+        text = jitted.lower(*arguments).compile().as_text()
+        method = "XLA's optimized HLO (compiled.as_text()): dots and convolutions by operand dtype"
+        notes = ("eager: the forward compiled under jit, as each op's own program is",)
+        return of_hlo(text, self.precision, method, notes if self.mode == "eager" else ())
 
     def counter_flops(self, prepared: jax.Array) -> tuple[float | None, str]:
         """XLA's cost analysis of the jitted forward as written (lowered, before XLA's

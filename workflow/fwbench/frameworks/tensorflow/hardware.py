@@ -41,6 +41,8 @@ def _sync(output: tf.Tensor) -> None:
 
 def gemm(n: int, trials: int, dtype: str, device: str) -> dict[str, Any]:
     """Best of `trials` n×n @ n×n products in a tf.function (the first call traces, untimed)."""
+    if dtype not in DTYPES:  # MatMul's kernels: no 8-bit integer type
+        raise ValueError(f"TensorFlow has no {dtype} GEMM (tf.linalg.matmul has no kernel for it)")
     placement = "/GPU:0" if device == "cuda" else "/CPU:0"
     if device == "cuda" and not tf.config.list_logical_devices("GPU"):
         raise RuntimeError("device 'cuda' requested but TensorFlow sees no GPU")

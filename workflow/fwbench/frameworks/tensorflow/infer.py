@@ -25,6 +25,7 @@ import numpy as np
 
 from fwbench.frameworks import check_threads
 from fwbench.frameworks.base import BaseRunner, check_device
+from fwbench.frameworks.kernel_precision import FLOP, KernelPrecision, of_hlo, of_work
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.tensorflow import profiling
 from fwbench.frameworks.tensorflow.models import DTYPES, build_model, tf, to_layout
@@ -212,6 +213,25 @@ class TensorFlowRunner(BaseRunner):
             x = tf.zeros([1])
         return NullCall(lambda: add_one(x), self.sync, self.timing_context)
 
+    def kernel_precision(self, prepared: tf.Tensor) -> KernelPrecision:
+        """xla: the FLOP of the optimized HLO's dots and convolutions by operand dtype.
+        function and eager: the TF profiler's FLOP per op of the traced graph (as
+        counter_flops counts them) by the op's floating input dtypes, and its Cast ops; eager
+        runs the same ops one by one. Ops inside a while loop's body are not counted."""
+        if self.mode == "xla":
+            lower = self._call.experimental_get_compiler_ir(prepared)
+            text = lower(stage="optimized_hlo", platform_name=self._platform)
+            method = "XLA's optimized HLO (experimental_get_compiler_ir): dots and convolutions"
+            return of_hlo(text, self.precision, method)
+        spec = tf.TensorSpec.from_tensor(prepared)
+        with tf.device(self._device_name):
+            graph = tf.function(self._forward).get_concrete_function(spec).graph
+        work = _graph_work(graph)
+        casts = sum(op.type == "Cast" for op in graph.get_operations())
+        method = "TF profiler float_operation per op of the traced graph, by input dtype"
+        notes = ("ops in while-loop bodies not counted",) if _op_counts(graph)["While"] else ()
+        return of_work(work, self.precision, FLOP, method, casts, notes=notes)
+
     def counter_flops(self, prepared: tf.Tensor) -> tuple[float | None, str]:
         """TF's profiler (float_operation) over the traced graph of one call.
 
@@ -221,14 +241,7 @@ class TensorFlowRunner(BaseRunner):
         with tf.device(self._device_name):
             graph = tf.function(self._forward).get_concrete_function(spec).graph
         blind = sorted(op for op in _op_counts(graph) if op in _PROFILER_BLIND_SPOTS)
-        options = (
-            tf.compat.v1.profiler.ProfileOptionBuilder(
-                tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
-            )
-            .with_empty_output()
-            .build()
-        )
-        total = float(tf.compat.v1.profiler.profile(graph=graph, options=options).total_float_ops)
+        total = float(_float_ops(graph).total_float_ops)
         if blind:
             reasons = "; ".join(_PROFILER_BLIND_SPOTS[op] for op in blind)
             return None, f"graph holds {', '.join(blind)}: {reasons}; partial total {total:.0f}"
@@ -257,3 +270,32 @@ profile = profiling.profile
 # A Runner for `spec` holding `weights` in `mode` and `precision` on `device`; tensorflow modes
 # take no compile options.
 build = TensorFlowRunner.build
+
+
+def _float_ops(graph: tf.Graph) -> Any:
+    """The TF v1 profiler's float_operation view of a graph (a tree of nodes per op)."""
+    options = (
+        tf.compat.v1.profiler.ProfileOptionBuilder(
+            tf.compat.v1.profiler.ProfileOptionBuilder.float_operation()
+        )
+        .with_empty_output()
+        .build()
+    )
+    return tf.compat.v1.profiler.profile(graph=graph, options=options)
+
+
+def _graph_work(graph: tf.Graph) -> list[tuple[str, float]]:
+    """(the op's floating input dtypes, its FLOP) for every op the TF profiler counts."""
+    nodes, work = [_float_ops(graph)], []
+    while nodes:
+        node = nodes.pop()
+        nodes.extend(node.children)
+        if node.float_ops <= 0:
+            continue
+        try:
+            op = graph.get_operation_by_name(node.name)
+        except (KeyError, ValueError):
+            continue
+        floats = sorted({t.dtype.name for t in op.inputs if t.dtype.is_floating})
+        work.append(("×".join(floats), float(node.float_ops)))
+    return work

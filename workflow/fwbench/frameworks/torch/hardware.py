@@ -22,6 +22,7 @@ DTYPES = {
     "bfloat16": torch.bfloat16,
     "float16": torch.float16,
     "float64": torch.float64,
+    "int8": torch.int8,
 }
 
 
@@ -51,15 +52,25 @@ def setup(threads: int) -> dict[str, Any]:
 
 
 def gemm(n: int, trials: int, dtype: str, device: str) -> dict[str, Any]:
-    """Best of `trials` synced n×n @ n×n products (after one untimed call); 2n³ FLOP each."""
+    """Best of `trials` synced n×n @ n×n products (after one untimed call); 2n³ FLOP each.
+    int8: torch._int_mm, int8 operands (the full range) into int32, oneDNN's s8s8s32 GEMM on
+    CPU."""
     dev = _device(device)
     generator = torch.Generator(device="cpu").manual_seed(0)
-    a = torch.randn(n, n, generator=generator).to(device=dev, dtype=DTYPES[dtype])
-    b = torch.randn(n, n, generator=generator).to(device=dev, dtype=DTYPES[dtype])
-    out = torch.empty(n, n, device=dev, dtype=DTYPES[dtype])
+    if dtype == "int8":
+        a, b = (
+            torch.randint(-128, 128, (n, n), generator=generator, dtype=torch.int8) for _ in "ab"
+        )
+        a, b, out = a.to(dev), b.to(dev), torch.empty(n, n, device=dev, dtype=torch.int32)
+        op, call = torch._int_mm, "torch._int_mm(a, b, out=out)"
+    else:
+        a = torch.randn(n, n, generator=generator).to(device=dev, dtype=DTYPES[dtype])
+        b = torch.randn(n, n, generator=generator).to(device=dev, dtype=DTYPES[dtype])
+        out = torch.empty(n, n, device=dev, dtype=DTYPES[dtype])
+        op, call = torch.mm, "torch.mm(a, b, out=out)"
     with torch.inference_mode():
-        timing = time_calls(lambda: torch.mm(a, b, out=out), _sync_for(dev), 0, trials)
-    return timing.gemm_record("torch.mm(a, b, out=out)")
+        timing = time_calls(lambda: op(a, b, out=out), _sync_for(dev), 0, trials)
+    return timing.gemm_record(call)
 
 
 def stream_kernels(elements: int, trials: int, device: str, dtype: str = "float64") -> dict:

@@ -21,6 +21,7 @@ import torch
 
 from fwbench.frameworks import check_threads
 from fwbench.frameworks.base import EXPORTED_COUNTER_NOTE, BaseRunner, check_device
+from fwbench.frameworks.kernel_precision import KERNEL_PRECISION_CALLS, KernelPrecision
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.torch import profiling
 from fwbench.frameworks.torch.compile_info import (
@@ -207,6 +208,27 @@ class TorchRunner(BaseRunner):
                 "one compiled region",
             )
         return super().own_trace(trace)
+
+    def kernel_precision(self, prepared: torch.Tensor) -> KernelPrecision:
+        """torch.profiler's kernel dtypes over KERNEL_PRECISION_CALLS calls (profiling.
+        kernel_precision); compiled and AOTI: what their extern kernels (GEMMs, convolutions)
+        and any eager ops computed in, their generated C++ kernels unseen."""
+
+        def run(calls: int) -> None:
+            with self.timing_context():
+                for _ in range(calls):
+                    self.sync(self.call_in_context(prepared))
+
+        run(1)  # unprofiled: a (re)compilation's tracing is no kernel of the call's
+        found = profiling.kernel_precision(lambda: run(KERNEL_PRECISION_CALLS), self.precision)
+        if self.mode == "eager":
+            return found
+        unseen = (
+            "AOTInductor runs its kernels without torch's dispatcher: torch.profiler sees none"
+            if self.artifact
+            else "inductor's generated C++ kernels carry no dtype in torch.profiler: not counted"
+        )
+        return replace(found, notes=(*found.notes, unseen))
 
     def counter_flops(self, prepared: torch.Tensor) -> tuple[float | None, str]:
         """FlopCounterMode over one eager call (the counter cannot see into compiled kernels).

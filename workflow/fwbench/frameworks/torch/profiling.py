@@ -16,6 +16,7 @@ from typing import Any
 
 import torch
 
+from fwbench.frameworks.kernel_precision import KERNEL_TIME, KernelPrecision, of_work
 from fwbench.frameworks.trace import Trace, nested, self_time
 
 # torch.profiler's events around compiled code: neither a dispatch nor a kernel.
@@ -101,3 +102,32 @@ def profile(run: Callable[[], Any], calls: int) -> Trace:
         calls, len(dispatches), kernels, len(events), kernel_events=len(kernel_events), spans=spans
     )
     return nested(trace, (_ns(e)[0] for e in events), (_ns(e)[0] for e in kernel_events))
+
+
+# torch.profiler's names of the floating dtypes (record_shapes' input_dtypes).
+FLOAT_DTYPES = {"float": "float32", "double": "float64", "c10::BFloat16": "bfloat16"}
+FLOAT_DTYPES["c10::Half"] = "float16"
+
+
+def kernel_precision(run: Callable[[], Any], low: str) -> KernelPrecision:
+    """torch.profiler with record_shapes around `run`: each kernel's self time by the dtype of
+    its floating-point inputs (kernels as `profile` classifies them), and the copies between
+    two floating dtypes (casts). Run after the timed samples: recording shapes costs time."""
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    with torch_profile(activities=[ProfilerActivity.CPU], record_shapes=True) as profiler:
+        run()
+    work, untyped, casts = [], 0.0, 0
+    for event in profiler.events():
+        floats = [FLOAT_DTYPES[d] for d in event.input_dtypes or () if d in FLOAT_DTYPES]
+        if event.name == "aten::copy_" and len(set(floats)) > 1:
+            casts += 1
+        if not _is_kernel(event):
+            continue
+        if floats:
+            work.append(("×".join(sorted(set(floats))), float(event.self_cpu_time_total)))
+        else:
+            untyped += float(event.self_cpu_time_total)
+    method = "torch.profiler (record_shapes): kernels' self time by their inputs' dtype"
+    return of_work(work, low, KERNEL_TIME, method, casts, untyped)

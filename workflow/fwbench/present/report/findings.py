@@ -13,6 +13,7 @@ from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
 from fwbench.present.format import fixed, latency_us, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
+from fwbench.present.report.precision import upcast_cells
 from fwbench.present.tables import RATIO_WITH_CI
 
 
@@ -178,9 +179,17 @@ def precision_findings(view: StatsView) -> list[str]:
             (V.precision_undetermined, "undetermined"),
         )
     )
+    upcast = upcast_cells(view)
+    ran_wider = (
+        f" {len(upcast)} computed mostly in another dtype (flag upcast: "
+        + ", ".join(dict.fromkeys(f"{k.framework} {k.mode}" for k in upcast))
+        + "): their speedup is not the precision's."
+        if upcast
+        else ""
+    )
     return [
         f"Lower precision (Precision): of {compared} cells set against float32, {counts}; "
-        f"{failed} low-precision {'cell' if failed == 1 else 'cells'} could not run."
+        f"{failed} low-precision {'cell' if failed == 1 else 'cells'} could not run." + ran_wider
     ]
 
 

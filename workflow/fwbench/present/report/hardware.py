@@ -30,7 +30,7 @@ def hardware_section(context: ReportContext, part: SystemPart) -> str:
         measured, theory = peak.measured_ridge, peak.theoretical_ridge
         if measured is not None or theory is not None:
             ridge = [fixed(measured, digits=2), fixed(theory, digits=2)]
-            rows.append([f"ridge {dtype} (FLOP/B)", *ridge, "", ""])
+            rows.append([f"ridge {dtype} ({_unit(dtype)}/B)", *ridge, "", ""])
     table = markdown_table(
         ["quantity", "measured", "theoretical", "measured ÷ theoretical", "theoretical from"], rows
     )
@@ -43,6 +43,7 @@ def hardware_section(context: ReportContext, part: SystemPart) -> str:
         + f"{hardware.device_name}, {threads} thread(s), STREAM by {runner} (`{hardware.source}`)."
         "\n\n"
         + table
+        + _served_by(hardware)
         + f"\nRoofline used for the efficiencies: {stats.attrs.get('roofline', MISSING)}.\n"
         + (f"\n{notes}" if notes else "")
     )
@@ -59,8 +60,26 @@ def _peak_rows(hardware: HardwareRecord) -> list[list[str]]:
         by = f" ({peak.measured_by})" if peak.measured_by else ""
         share = significant(measured / theory, 2) if measured and theory else MISSING
         figures = [fixed(measured, 1e-9) + by, fixed(theory, 1e-9), share]
-        rows.append([f"peak {dtype} (GFLOP/s)", *figures, peak.skipped or peak.theoretical_source])
+        label = f"peak {dtype} (G{_unit(dtype)}/s)"
+        rows.append([label, *figures, peak.skipped or peak.theoretical_source])
     return rows
+
+
+def _unit(dtype: str) -> str:
+    """int8's peaks count integer operations (a multiply-add is 2), the others FLOP."""
+    return "op" if dtype == "int8" else "FLOP"
+
+
+def _served_by(hardware: HardwareRecord) -> str:
+    """Per dtype with a measured peak: the instructions that computed it, and how we know."""
+    lines = [
+        f"- {dtype}: {', '.join(peak.served_by) or 'undetermined'} ({peak.served_by_evidence})"
+        for dtype, peak in hardware.peaks.items()
+        if peak.measured_flops_per_s and peak.served_by_evidence
+    ]
+    if not lines:
+        return ""
+    return "\nInstructions that computed each best GEMM:\n\n" + "\n".join(lines) + "\n"
 
 
 def _level_row(level: MemoryLevel) -> list[str]:

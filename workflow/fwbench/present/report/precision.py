@@ -11,6 +11,8 @@ from typing import Any
 
 import pandas as pd
 
+from fwbench.analysis.flags import FLAG_UPCAST, has_flag
+from fwbench.frameworks.kernel_precision import UPCAST_BELOW
 from fwbench.io.dims import FLOAT32, STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
@@ -48,8 +50,57 @@ def precision_section(context: ReportContext, part: SystemPart) -> str:
         for batch in _batches(low):
             text += f"**{precision} against float32, batch {batch}:**\n\n"
             text += _speedup_table(low, batch) + "\n"
+            text += _kernels_table(low, batch) + "\n"
         text += _accuracy_table(context.equivalence, part.name, precision)
     return text
+
+
+def upcast_cells(view: StatsView) -> list[CellKey]:
+    """Every low-precision cell whose work mostly ran in another dtype (flag upcast)."""
+    found = []
+    for precision in (p for p in view.precisions() if p != FLOAT32):
+        low = view.in_precision(precision)
+        found += low.keys_where(has_flag(low.values(V.flags), FLAG_UPCAST))
+    return found
+
+
+def _kernels_table(view: StatsView, batch: int) -> str:
+    """Per variant and architecture: the share of the work that ran in the precision, and
+    what the evidence is (the cell's kernel_precision)."""
+    archs, rows, bases = view.archs(), [], {}
+    for framework, mode in view.variants():
+        keys = [CellKey(framework, mode, arch, batch, view.precision) for arch in archs]
+        entries = [_share(view, key) for key in keys]
+        if any(entry != MISSING for entry in entries):
+            rows.append([f"{framework} {mode}", *entries])
+            notes = [str(view.value(V.kernel_precision, key)) for key in keys]
+            bases[f"{framework} {mode}"] = next((n for n in notes if n), "")
+    if not rows:
+        return ""
+    how = "".join(f"- {variant}: {_how(note)}\n" for variant, note in bases.items() if note)
+    return (
+        f"**Share of the work that ran in {view.precision}** (`low_precision_share`; "
+        f"**upcast**: below {UPCAST_BELOW:.0%}, the flag `upcast`):\n\n"
+        + markdown_table(["variant", *archs], rows)
+        + ("\nHow each variant's was seen:\n\n" + how if how else "")
+    )
+
+
+def _share(view: StatsView, key: CellKey) -> str:
+    if view.value(V.status, key) != STATUS_OK:
+        return MISSING
+    share = view.value(V.low_precision_share, key)
+    if not math.isfinite(share):
+        return "not seen" if view.value(V.kernel_precision, key) else "not examined"
+    shown = f"{share:.0%}"
+    return f"**upcast**: {shown}" if share < UPCAST_BELOW else shown
+
+
+def _how(note: str) -> str:
+    """The evidence's method and caveats (the parts of a kernel_precision note after its
+    figures), the pass's time dropped."""
+    parts = note.split("; ")[1:]
+    return "; ".join(parts).split(" (the pass took")[0] or note
 
 
 def _batches(view: StatsView) -> list[int]:
