@@ -21,7 +21,6 @@ PERF_MAP = "/tmp/perf-{pid}.map"  # where oneDNN (and perf) put it: not configur
 # Substrings of a JIT kernel's name -> the instruction family, most specific first.
 FAMILIES = (
     ("amx", "AMX"),
-    ("avx10_1_512_amx", "AMX"),
     ("vnni", "VNNI"),
     ("bf16", "AVX512-BF16"),
     ("fp16", "AVX512-FP16"),

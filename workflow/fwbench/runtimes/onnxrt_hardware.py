@@ -15,10 +15,11 @@ import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper
 
+from fwbench.frameworks import RUNTIME_GEMMS
 from fwbench.host.harness import time_calls
 from fwbench.runtimes.onnxrt import PROVIDERS, session_options, thread_settings
 
-GEMM_DTYPES = ("int8",)
+GEMM_DTYPES = RUNTIME_GEMMS["onnxrt"]  # the registry's: what the hardware stage asks of it
 # MatMulInteger since opset 10; the IR version ONNX Runtime reads (onnx writes a newer one).
 OPSET, IR_VERSION = 13, 10
 
