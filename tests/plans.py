@@ -43,3 +43,22 @@ def plan_of(
     return make_plan(
         validated(overrides, base), versions_of=lambda fw, device: dict(versions[fw]), **options
     )
+
+
+def export_and_run_cell(
+    plan: Plan, wildcards: Mapping[str, Any], batch: int, workdir: Path
+) -> Path:
+    """The export job of `wildcards` (its precision's too), then its cell at `batch`
+    (workdir/b<batch>.nc) on the artifact, as the workflow runs them; the manifest's path."""
+    from fwbench.measure.bench import run_cell
+    from fwbench.measure.export import run_export
+    from fwbench.plan import paths
+
+    export = plan.export_request(wildcards)
+    export.lock = str(workdir / "lock")
+    manifest = workdir / paths.artifact_manifest(dict(wildcards) | {"precision": export.precision})
+    run_export(export, manifest)
+    request = plan.cell_request(dict(wildcards) | {"batch": batch})
+    request.lock, request.artifact = str(workdir / "lock"), str(manifest)
+    run_cell(request, workdir / f"b{batch}.nc")
+    return manifest

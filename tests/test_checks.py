@@ -20,6 +20,7 @@ from fwbench.model import reference
 from fwbench.model.cost import cost
 from fwbench.model.specs import build_spec
 from fwbench.model.weights import make_input, make_weights
+from fwbench.present.report.context import read_checks
 
 from fake_adapter import FakeRunner as ReferenceRunner
 
@@ -227,6 +228,22 @@ def test_write_csv_refuses_rows_with_other_columns(tmp_path):
     with pytest.raises(ValueError, match="surprise"):
         checks.write_csv([{"surprise": 1}], tmp_path / "x.csv", checks.FLOPS_COLUMNS)
     assert not (tmp_path / "x.csv").exists()
+
+
+def test_a_failed_rows_nan_error_is_an_empty_field_and_the_report_reads_the_others_as_numbers(
+    tmp_path,
+):
+    row = dict.fromkeys(checks.EQUIVALENCE_COLUMNS, "x") | {"tolerance": 1e-4, "pass": True}
+    ok = row | {"max_abs_err": 1e-7, "max_rel_err": 2e-7}
+    failed = row | {"max_abs_err": math.nan, "max_rel_err": math.nan, "pass": False}
+    checks.write_csv([ok, failed], tmp_path / "eq.csv", checks.EQUIVALENCE_COLUMNS)
+    assert ",nan," not in (tmp_path / "eq.csv").read_text()
+    # a file an earlier version wrote, with 'nan' for the failed row, reads the same
+    old = tmp_path / "old.csv"
+    old.write_text((tmp_path / "eq.csv").read_text().replace(",,,", ",nan,nan,"))
+    for path in (tmp_path / "eq.csv", old):
+        errors = read_checks(path)["max_rel_err"]
+        assert errors.dtype == float and errors[0] == 2e-7 and math.isnan(errors[1])
 
 
 def _write(path, lines):

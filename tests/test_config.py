@@ -118,12 +118,13 @@ def test_the_rigorous_config_measures_every_cell_in_five_processes():
     assert validated(rigorous)["bench"]["processes"] >= 5
 
 
-def test_the_precision_overlay_takes_bfloat16_to_every_batch_and_no_float32_cell_changes():
+def test_the_precision_overlay_takes_low_precisions_to_every_batch_and_no_float32_cell_changes():
     from plans import plan_of
 
     overlay = yaml.safe_load((REPO / "config/precision.yaml").read_text())
     base = str(REPO / "config/config.yaml")
     default, every = plan_of(base=base), plan_of(overlay, base=base)
-    assert len(every.cells) == 240 + 11 * 5 * 4  # all but litert, 5 architectures, 4 batches
+    # bfloat16: all but litert; int8: the 2 onnxrt paths; 5 architectures, 4 batches
+    assert len(every.cells) == 240 + (11 + 2) * 5 * 4
     fp32 = [c for c in every.cells if c["precision"] == "float32"]
     assert fp32 == [c for c in default.cells if c["precision"] == "float32"]

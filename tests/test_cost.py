@@ -176,8 +176,8 @@ def test_bad_batch_and_dtype_are_named_in_the_error():
     spec = build_spec("mlp")
     with pytest.raises(ValueError, match="0"):
         cost(spec, batch=0)
-    with pytest.raises(ValueError, match="int8"):
-        cost(spec, batch=1, dtype="int8")
+    with pytest.raises(ValueError, match="int4"):
+        cost(spec, batch=1, dtype="int4")
 
 
 def test_the_conventions_string_states_the_softmax_and_layer_norm_counts():

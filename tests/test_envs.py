@@ -228,3 +228,16 @@ def test_the_hardware_rule_runs_in_an_env_with_every_framework(rule_envs):
     for framework in FRAMEWORKS:
         assert env & FRAMEWORK_DISTS[framework], f"{rule_envs['hardware']} lacks {framework}"
     assert "onnxruntime" in env  # its int8 GEMM peak (runtimes/onnxrt_hardware.py)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("variant", ["", "-cuda"])
+def test_an_env_whose_cells_run_in_onnx_runtime_has_what_bf16_and_int8_cells_import(
+    framework, variant
+):
+    """runtimes.onnxrt feeds bf16 through ml_dtypes, and onnxruntime.quantization (the int8
+    export) imports it too (the hardware env's int8 GEMM needs neither)."""
+    env_file = ENVS / f"{framework}{variant}.yaml"
+    env = set(packages(env_file))
+    if env & {"onnxruntime", "onnxruntime-gpu"}:
+        assert {"onnx", "ml-dtypes"} <= env, f"{env_file.name} lacks onnx or ml_dtypes"

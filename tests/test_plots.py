@@ -115,7 +115,12 @@ def test_the_synthetic_stats_hold_a_failed_a_noisy_a_too_fast_and_an_uncompiled_
 # ---- every figure --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", list(INFERENCE_FIGURES))
+# The synthetic stats hold float32 alone: the precision figure draws bf16 cells in
+# tests/test_precision_report.py, and here says there are none.
+SYNTHETIC_FIGURES = [name for name in INFERENCE_FIGURES if name != "precision"]
+
+
+@pytest.mark.parametrize("name", SYNTHETIC_FIGURES)
 def test_each_figure_is_a_nontrivial_png_at_150_dpi_and_an_svg(rendered, name):
     png, svg = rendered[name], rendered[f"{name}_svg"]
     assert png.stat().st_size > 20_000, f"{name}.png is suspiciously small"

@@ -20,8 +20,11 @@ from fwbench.io.comparisons_file import FASTER, PRECISION, SLOWER, comparisons_t
 from fwbench.io.dims import STATUS_FAILED
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
+from fwbench.present.figure_data import FigureInputs
+from fwbench.present.plots_precision import draw_precision
 from fwbench.present.report.findings import precision_findings
 from fwbench.present.report.precision import precision_section
+from fwbench.present.style import FLAG_COLOR, save_figure
 
 # (framework, mode, precision): median in seconds, or None for a failed cell
 MEDIANS = {
@@ -103,8 +106,8 @@ def test_the_findings_count_the_verdicts_and_the_cells_that_could_not_run(stats)
     assert "1 low-precision cell could not run" in line
 
 
-def test_the_section_shows_each_speedup_its_failure_and_the_accuracy_against_its_bound(stats):
-    equivalence = pd.DataFrame(
+def _equivalence() -> pd.DataFrame:
+    return pd.DataFrame(
         {
             "arch": ["mlp", "mlp", "mlp"],
             "framework": ["torch"] * 3,
@@ -115,7 +118,10 @@ def test_the_section_shows_each_speedup_its_failure_and_the_accuracy_against_its
             "pass": [True, False, False],
         }
     )
-    context = SimpleNamespace(equivalence=equivalence)
+
+
+def test_the_section_shows_each_speedup_its_failure_and_the_accuracy_against_its_bound(stats):
+    context = SimpleNamespace(equivalence=_equivalence())
     part = SimpleNamespace(view=StatsView(stats), name=None)
     text = precision_section(context, part)
     assert "**bfloat16 against float32, batch 32:**" in text
@@ -125,11 +131,15 @@ def test_the_section_shows_each_speedup_its_failure_and_the_accuracy_against_its
     assert "**beyond its bound**: 0.3 (0.05)" in text and "| torch onnxrt | did not run |" in text
 
 
-def test_no_section_without_a_low_precision(tmp_path):
+def _float32_only(root: Path) -> xr.Dataset:
     cell = _cell("torch", "eager", "float32", 1e-3, np.random.default_rng(1))
-    write_cell(cell, tmp_path / "c.nc")
+    write_cell(cell, root / "c.nc")
     limits = HardwareLimits(1e12, 1e11, source="test")
-    stats = summarize(aggregate_cells([tmp_path / "c.nc"]), limits, StatsSettings())
+    return summarize(aggregate_cells([root / "c.nc"]), limits, StatsSettings())
+
+
+def test_no_section_without_a_low_precision(tmp_path):
+    stats = _float32_only(tmp_path)
     part = SimpleNamespace(view=StatsView(stats), name=None)
     assert precision_section(SimpleNamespace(equivalence=None), part) == ""
     assert precision_findings(StatsView(stats)) == []
@@ -146,3 +156,32 @@ def test_a_bf16_cell_that_computed_mostly_in_float32_is_flagged_and_reported(sta
     assert "torch.profiler (test)" in text  # how it was seen
     (finding,) = precision_findings(StatsView(stats))
     assert "1 computed mostly in another dtype (flag upcast: torch compiled)" in finding
+
+
+def test_the_precision_figure_puts_each_cell_at_its_error_and_speedup_and_rings_the_unbounded(
+    stats, tmp_path
+):
+    figure = draw_precision(FigureInputs(StatsView(stats), None, _equivalence()))
+    (ax,) = [ax for ax in figure.axes if ax.get_title()]
+    assert ax.get_title() == "bfloat16 at batch 32: above 1× it is faster"
+    points = {
+        (round(float(x[0]), 4), round(float(y[0]), 2))
+        for line in ax.get_lines()
+        if len(x := line.get_xdata()) == 1 and len(y := line.get_ydata()) == 1
+    }
+    assert (0.004, 1.99) in points or (0.004, 2.0) in points  # eager: twice as fast
+    assert any(x == 0.3 and y == pytest.approx(0.33, abs=0.01) for x, y in points)  # compiled
+    ringed = [line for line in ax.get_lines() if line.get_markeredgecolor() == FLAG_COLOR]
+    assert [float(line.get_xdata()[0]) for line in ringed] == [0.3]  # beyond its bound
+    upcast = [line for line in ax.get_lines() if line.get_marker() == "x"]
+    assert [float(line.get_xdata()[0]) for line in upcast] == [0.3]  # compiled's 10% share
+    note = figure.texts[-1].get_text()
+    assert "torch/onnxrt/mlp/b32/bfloat16" in note  # failed: named, not drawn
+    save_figure(figure, tmp_path / "precision.png", None)
+    assert (tmp_path / "precision.png").stat().st_size > 20_000
+
+
+def test_the_precision_figure_says_when_no_cell_ran_below_float32(tmp_path):
+    stats = _float32_only(tmp_path)
+    figure = draw_precision(FigureInputs(StatsView(stats)))
+    assert "No cell ran in a precision below float32" in figure.axes[0].texts[0].get_text()

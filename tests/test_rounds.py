@@ -229,8 +229,8 @@ def test_the_plan_has_one_rounds_job_per_architecture_rounds_batch_and_set():
     wildcards = {"system": "local", "arch": "mlp", "batch": "32", "set": "2"}
     variants = plan.rounds_variants(wildcards)
     modes = [(fw, m) for fw in plan.frameworks for m in plan.config["modes"][fw]]
-    # every mode in float32, and every mode but litert in bfloat16 (the table batch's)
-    assert len(variants) == 2 * len(modes) - 1 == len(plan.rounds_cells(wildcards))
+    # every mode in float32, every mode but litert in bfloat16, the 2 onnxrt paths in int8
+    assert len(variants) == 2 * len(modes) - 1 + 2 == len(plan.rounds_cells(wildcards))
     requests = [json.loads(v["request"]) for v in variants]
     first = requests[0]
     assert (first["framework"], first["mode"], first["batch"], first["process"]) == (
@@ -238,10 +238,13 @@ def test_the_plan_has_one_rounds_job_per_architecture_rounds_batch_and_set():
         32,
         0,
     )
-    bf16 = [v for v, r in zip(variants, requests, strict=True) if r.get("precision")]
+    bf16 = [v for v, r in zip(variants, requests, strict=True) if r.get("precision") == "bfloat16"]
     assert len(bf16) == len(modes) - 1 and all(v["cell"].endswith("b32-bf16.nc") for v in bf16)
+    int8 = [v for v, r in zip(variants, requests, strict=True) if r.get("precision") == "int8"]
+    assert [v["cell"].rsplit("/", 3)[1:] for v in int8] == [["onnxrt", "mlp", "b32-int8.nc"]] * 2
     exports = [v for v in variants if v["artifact"]]
-    assert {v["artifact"].rsplit("/", 1)[1] for v in exports} == {"mlp.json", "mlp-bf16.json"}
+    artifacts = {v["artifact"].rsplit("/", 1)[1] for v in exports}
+    assert artifacts == {"mlp.json", "mlp-bf16.json", "mlp-int8.json"}
 
 
 def test_the_default_rounds_batch_is_the_table_batch_or_the_nearest_swept():

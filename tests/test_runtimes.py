@@ -14,11 +14,10 @@ import pytest
 from fwbench import frameworks
 from fwbench.io.artifact_file import read_manifest
 from fwbench.io.cell_file import read_cell
-from fwbench.plan import paths
 from fwbench.runtimes.layout import permutation
 
 from conftest import in_fresh_process
-from plans import plan_of
+from plans import export_and_run_cell, plan_of
 
 DIMS = {
     "mlp": {"input": 16, "hidden": [8], "classes": 4},
@@ -112,6 +111,8 @@ def test_an_onnx_runtime_session_gets_exactly_the_cells_threads():
     assert settings["onnxruntime.allow_spinning"] == "1"
     floor = onnxrt.null_call("cpu", 1)
     assert float(floor.call()[0][0]) == 1.0  # the one-Add model: 0 + 1
+    session = onnxrt.Session(onnxrt._one_add_model(), "cpu", 1)
+    assert "CPUExecutionProvider" in session.timed.get_provider_options()  # as recorded
 
 
 def test_litert_floor_is_a_one_add_model_in_an_interpreter_on_the_cells_threads():
@@ -189,21 +190,13 @@ def export_and_time(workdir: str | Path, framework: str, mode: str, arch: str) -
     checks' equivalence rows, in workdir: the three jobs of the workflow. done.json names the
     manifest and holds the rows."""
     from fwbench.measure import checks
-    from fwbench.measure.bench import run_cell
-    from fwbench.measure.export import run_export
 
     workdir = Path(workdir)
 
     plan = plan_of(_config(framework, mode, [arch]))
     wildcards = {"system": "local", "framework": framework, "mode": mode, "arch": arch}
     wildcards["version"] = plan.version("local", framework)
-    export = plan.export_request(wildcards)
-    export.lock = str(workdir / "lock")
-    manifest = workdir / paths.artifact_manifest(wildcards)
-    run_export(export, manifest)
-    request = plan.cell_request(wildcards | {"batch": 3})
-    request.lock, request.artifact = str(workdir / "lock"), str(manifest)
-    run_cell(request, workdir / "b3.nc")
+    manifest = export_and_run_cell(plan, wildcards, 3, workdir)
     rows = checks.equivalence_rows(
         framework=framework,
         archs=[arch],

@@ -10,6 +10,7 @@ rule figures:
     input:
         stats=rules.stats.output.nc,
         hardware=paths.HARDWARE,
+        equivalence=rules.merge_checks.output.equivalence,
     output:
         **figure_outputs(FIGURES, "inference"),
     log:

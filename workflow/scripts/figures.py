@@ -1,6 +1,7 @@
 """Snakemake `figures` job: every figure named in the outputs. All logic lives in fwbench.present.
 
-input: stats (stats.nc), hardware (JSON; optional), train_stats (optional: the training runs)
+input: stats (stats.nc), hardware (JSON; optional), train_stats (optional: the training runs),
+equivalence (optional: the merged equivalence checks, for the precision figure)
 wildcards: system (optional: whose cells and runs to draw; the systems figure draws all)
 output: <name> (PNG, registered in the report) and <name>_svg for each figure drawn, where name
 is one of fwbench.present.catalog.FIGURES
@@ -19,6 +20,7 @@ with job_log(sm.log[0]):
         stats=sm.input.get("stats"),
         hardware=sm.input.get("hardware"),
         train_stats=sm.input.get("train_stats"),
+        equivalence=sm.input.get("equivalence"),
         dpi=sm.params.get("dpi", 150),
         system=getattr(sm, "wildcards", {}).get("system"),
     )

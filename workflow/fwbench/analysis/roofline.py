@@ -2,8 +2,9 @@
 
 The limits are the hardware file's record (fwbench.io.hardware_file.HardwareRecord, the one
 reading of results/hardware/<system>.json that the figures, the report and the speed canary
-share): the measured GEMM peak of the cell's precision (float32's; bfloat16's for a bf16 cell,
-NaN where none was measured), the STREAM triad bandwidth (the DRAM roof, as the first
+share): the measured GEMM peak of the cell's precision (float32's; bfloat16's for a bf16 cell;
+the int8 GEMM's integer op/s for an int8 cell, whose products run in int8; NaN where none was
+measured), the STREAM triad bandwidth (the DRAM roof, as the first
 pipeline drew it) and the record's memory levels (L1, L2, L3, DRAM), by the record's one rule
 for a level the working-set sweep did not resolve and for DRAM. A limit the file does not have
 (missing key, or null) leaves the metrics NaN and says why in `HardwareLimits.problems`; a value
@@ -41,6 +42,7 @@ from fwbench.io.hardware_file import (
     stream_path,
 )
 from fwbench.io.variables import V
+from fwbench.precisions import INT8
 
 ROOF_DTYPE = "float32"  # the models run in float32
 DRAM = "DRAM"
@@ -71,6 +73,7 @@ class HardwareLimits:
     problems: tuple[str, ...] = ()
     reported_ridge_flop_per_byte: float = math.nan
     bf16_peak_flops_per_s: float = math.nan
+    int8_peak_ops_per_s: float = math.nan  # integer op/s (2 per multiply-add)
     levels: tuple[MemoryLevel, ...] = ()  # smallest first, DRAM last
     levels_note: str = ""
     # The node that measured these limits: host, cpu_model, gpu_model (hardware file schema 3;
@@ -80,7 +83,11 @@ class HardwareLimits:
     def peak_of(self, precision: str) -> float:
         """The measured GEMM peak a cell computing in `precision` is held against (NaN where
         the hardware stage measured none for it)."""
-        peaks = {FLOAT32: self.peak_flops_per_s, BFLOAT16: self.bf16_peak_flops_per_s}
+        peaks = {
+            FLOAT32: self.peak_flops_per_s,
+            BFLOAT16: self.bf16_peak_flops_per_s,
+            INT8: self.int8_peak_ops_per_s,
+        }
         return peaks.get(precision, math.nan)
 
     @property
@@ -115,7 +122,7 @@ def no_hardware_limits(reason: str) -> HardwareLimits:
 def limits_from_record(record: HardwareRecord) -> HardwareLimits:
     """The roofline's limits in a hardware file's record."""
     peak = record.peaks.get(ROOF_DTYPE)
-    bf16 = record.peaks.get("bfloat16")
+    bf16, int8 = record.peaks.get(BFLOAT16), record.peaks.get(INT8)
     required = (peak_path(ROOF_DTYPE), stream_path("triad"))
     return HardwareLimits(
         _or_nan(peak and peak.measured_flops_per_s),
@@ -124,6 +131,7 @@ def limits_from_record(record: HardwareRecord) -> HardwareLimits:
         problems=tuple(record.missing[path] for path in required if path in record.missing),
         reported_ridge_flop_per_byte=_or_nan(peak and peak.measured_ridge),
         bf16_peak_flops_per_s=_or_nan(bf16 and bf16.measured_flops_per_s),
+        int8_peak_ops_per_s=_or_nan(int8 and int8.measured_flops_per_s),
         levels=record.levels,
         levels_note=record.levels_note,
         node=dict(record.node),

@@ -18,10 +18,12 @@ from types import ModuleType
 
 from fwbench.frameworks.info import BFLOAT16 as BFLOAT16  # the precisions, re-exported
 from fwbench.frameworks.info import FLOAT32, FrameworkInfo
+from fwbench.frameworks.info import INT8 as INT8
 from fwbench.frameworks.info import PRECISIONS as PRECISIONS
 from fwbench.frameworks.jax import INFO as JAX
 from fwbench.frameworks.tensorflow import INFO as TENSORFLOW
 from fwbench.frameworks.torch import INFO as TORCH
+from fwbench.precisions import QUANTIZED
 
 FRAMEWORKS: dict[str, FrameworkInfo] = {info.name: info for info in (TORCH, JAX, TENSORFLOW)}
 
@@ -189,6 +191,19 @@ def load_hardware(runner: str) -> ModuleType:
     if runner in RUNTIME_GEMMS:
         return importlib.import_module(f"fwbench.runtimes.{runner}_hardware")
     return load(runner, "hardware")
+
+
+def quantizer(framework: str, mode: str, precision: str) -> ModuleType | None:
+    """The runtime module whose `quantize` makes an export mode's artifact in `precision`
+    from the framework's float32 export (a QUANTIZED precision); None where the framework's
+    own export writes that precision."""
+    if precision not in QUANTIZED:
+        return None
+    check_precision(framework, mode, precision)
+    runtime = runtime_of(framework, mode)
+    if runtime is None:
+        raise ValueError(f"{framework}/{mode} runs in no runtime that quantizes to {precision}")
+    return importlib.import_module(f"fwbench.runtimes.{runtime}")
 
 
 def load_inference(framework: str, mode: str) -> object:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 # as float32; a runner casts in between.
 from fwbench.precisions import BFLOAT16 as BFLOAT16
 from fwbench.precisions import FLOAT32 as FLOAT32
+from fwbench.precisions import INT8 as INT8
 from fwbench.precisions import PRECISIONS as PRECISIONS
 
 

@@ -26,10 +26,10 @@ from fwbench.io.artifact_file import artifact_of, read_manifest
 from fwbench.io.atomic import atomic_open
 from fwbench.model import reference
 from fwbench.model.cost import cost
-from fwbench.model.precision_bound import error_bound
+from fwbench.model.precision_bound import error_bound, quantization_bound
 from fwbench.model.specs import build_spec
 from fwbench.model.weights import make_input, make_weights
-from fwbench.precisions import FLOAT32
+from fwbench.precisions import FLOAT32, QUANTIZED
 
 EQUIVALENCE_COLUMNS = (
     "arch",
@@ -166,6 +166,8 @@ def equivalence_rows(
                     runner = _runner(
                         framework, adapter, spec, weights, mode, artifacts, arch, precision
                     )
+                    if precision in QUANTIZED:  # its bound comes from the artifact's scales
+                        row |= _quantized_tolerance(runner, x, expected.size)
                     row |= _compared(_run_once(runner, x), expected, row["tolerance"])
                 except Exception as error:
                     row |= {"max_abs_err": math.nan, "max_rel_err": math.nan, "pass": False}
@@ -179,8 +181,17 @@ def _tolerance(spec: Any, precision: str, tolerance: float, outputs: int) -> dic
     rounding-error bound over its `outputs` values in a low precision."""
     if precision == FLOAT32:
         return {"precision": precision, "tolerance": tolerance, "basis": TOLERANCE_BASIS}
+    if precision in QUANTIZED:
+        unread = "the quantization scales: not read (the artifact did not load)"
+        return {"precision": precision, "tolerance": math.nan, "basis": unread}
     bound = error_bound(spec, precision, outputs)
     return {"precision": precision, "tolerance": bound.value, "basis": bound.basis()}
+
+
+def _quantized_tolerance(runner: Any, x: np.ndarray, outputs: int) -> dict[str, Any]:
+    """A quantized artifact's bound, from its own scales at the check's input."""
+    bound = quantization_bound(runner.quantization_steps(runner.prepare(x)), outputs)
+    return {"tolerance": bound.value, "basis": bound.basis()}
 
 
 def _compared(output: np.ndarray, expected: np.ndarray, tolerance: float) -> dict[str, Any]:
@@ -262,8 +273,9 @@ def flops_rows(
 def write_csv(
     rows: Iterable[Mapping[str, Any]], path: str | os.PathLike, columns: Sequence[str]
 ) -> None:
-    """Rows as CSV with exactly `columns` (None is written as an empty field), atomically."""
-    rows = list(rows)
+    """Rows as CSV with exactly `columns` (None and NaN are written as an empty field),
+    atomically."""
+    rows = [{key: _field(value) for key, value in row.items()} for row in rows]
     for row in rows:
         if set(row) != set(columns):
             raise ValueError(f"row keys {sorted(row)} are not the columns {list(columns)}")
@@ -272,6 +284,10 @@ def write_csv(
         writer = csv.DictWriter(handle, fieldnames=list(columns))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def _field(value: Any) -> Any:
+    return None if isinstance(value, float) and math.isnan(value) else value
 
 
 def merge_csv(

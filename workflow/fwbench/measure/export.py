@@ -3,7 +3,10 @@ artifact beside its manifest (fwbench.io.artifact_file) — or the manifest of t
 
 Like a cell it is a timing job: it holds the host's timing lock, runs on the system's threads
 and cores, and its compile caches start empty (measure.compile_cache.cold_dirs), so export_s
-is a first export's. The artifact is written in the job's scratch directory and moved beside
+is a first export's. A quantized precision's artifact (fwbench.precisions.QUANTIZED) is the
+runtime's quantization of the framework's float32 export, made in the same job: export_s is
+the float32 export's, quantize_s the quantization's, and the manifest holds its settings.
+The artifact is written in the job's scratch directory and moved beside
 the manifest whole, so a killed job leaves no partial artifact.
 """
 
@@ -25,6 +28,7 @@ from fwbench.io.dims import STATUS_OK
 from fwbench.measure import compile_cache
 from fwbench.measure.job import Watchdog, failure_attrs
 from fwbench.plan.request import ExportRequest
+from fwbench.precisions import FLOAT32
 
 
 def _export(request: ExportRequest, output: Path, scratch: str) -> dict[str, Any]:
@@ -39,15 +43,21 @@ def _export(request: ExportRequest, output: Path, scratch: str) -> dict[str, Any
     imported = time.perf_counter()
     weights = make_weights(spec, request.seed)
     built = time.perf_counter()
+    quantizer = frameworks.quantizer(request.framework, request.mode, request.precision)
+    path = os.path.join(scratch, request.arch)
     exported = exporter.export(
         spec,
         weights,
         request.mode,
         request.device,
-        os.path.join(scratch, request.arch),
-        precision=request.precision,
+        path,
+        precision=FLOAT32 if quantizer else request.precision,
     )
     done = time.perf_counter()
+    quantized = {}
+    if quantizer is not None:  # the runtime quantizes the float32 export, timed on its own
+        exported = quantizer.quantize(exported, request.precision, path)
+        quantized = {"quantize_s": time.perf_counter() - done}
     # Named as its manifest (`<arch><precision tag>`), so each precision's artifact is its own.
     target = output.with_name(output.stem + "".join(Path(exported.file).suffixes))
     with atomic_path(target) as partial:
@@ -62,6 +72,7 @@ def _export(request: ExportRequest, output: Path, scratch: str) -> dict[str, Any
         "import_s": imported - start,
         "build_s": built - imported,
         "export_s": done - built,
+        **quantized,
     }
 
 

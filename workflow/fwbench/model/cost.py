@@ -22,7 +22,7 @@ FLOP conventions (also in COUNTING_CONVENTIONS, for the report):
 
 Bytes:
 - `bytes` is the compulsory traffic: every weight read once, the input read once, the
-  output written once, at `dtype`'s size (float32: 4 bytes).
+  output written once, at `dtype`'s size (float32: 4 bytes; int8: 1-byte weights, 4-byte rest).
 - `activation_bytes` is an ESTIMATE of intermediate traffic in an unfused execution: each
   op's output tensor written once and read once. Bias is fused into its matmul, the attention
   scale into QK^T; softmax and layer norm are one op each; an LSTM step's gate math counts
@@ -49,6 +49,10 @@ RNN_GATE_FLOPS_PER_UNIT = 1
 MAX_POOL_FLOPS_PER_INPUT = 1
 
 DTYPE_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
+# Precisions whose weights and activations differ in width: (weight bytes, activation bytes).
+# int8 is dynamic quantization (fwbench.runtimes.onnxrt.quantize): int8 weights, float32
+# activations, input and output (each call's uint8 copy of a product's input is not counted).
+MIXED_WIDTHS = {"int8": (1, 4)}
 
 COUNTING_CONVENTIONS = (
     "FLOPs: 2 per multiply-add (matmul, convolution incl. padding, attention QK^T and PV); "
@@ -206,8 +210,9 @@ def cost(spec: ArchSpec, batch: int, dtype: str = "float32") -> Cost:
     """FLOPs and bytes of one forward call of `spec` on `batch` inputs (see module docstring)."""
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be a positive integer, got {batch!r}")
-    if dtype not in DTYPE_BYTES:
-        raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPE_BYTES)}")
+    if dtype not in DTYPE_BYTES and dtype not in MIXED_WIDTHS:
+        known = ", ".join([*DTYPE_BYTES, *MIXED_WIDTHS])
+        raise ValueError(f"unknown dtype {dtype!r}; known: {known}")
     tally = _Tally()
     if isinstance(spec, MLPSpec):
         _mlp(spec, batch, tally)
@@ -219,9 +224,9 @@ def cost(spec: ArchSpec, batch: int, dtype: str = "float32") -> Cost:
         _transformer(spec, batch, tally)
     else:
         raise TypeError(f"no cost model for spec {spec!r}")
-    item = DTYPE_BYTES[dtype]
+    weight_item, item = MIXED_WIDTHS.get(dtype) or (DTYPE_BYTES[dtype],) * 2
     output_elements = batch * spec.classes
-    weight_bytes = tally.weight_elements * item
+    weight_bytes = tally.weight_elements * weight_item
     io_elements = _input_elements(spec, batch) + output_elements
     return Cost(
         flops=tally.matmul_flops + tally.other_flops,

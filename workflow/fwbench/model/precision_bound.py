@@ -19,11 +19,21 @@ The bound is λ·u·√R. It is not the worst case (R·u, or n·u with bf16 accu
 useless at these widths); a kernel that accumulates in bfloat16 adds λ√n·u and exceeds it,
 which is an accuracy cost the check then marks. For the recurrent nets the gain-1 assumption
 over every time step makes the bound loose (a tanh recurrence forgets early errors).
+
+A quantized model (int8) rounds differently: each operand of an integer product (a weight
+tensor, a call's activations) is rounded to a multiple of its own scale s, an error of at most
+s/2 per value, and the product is exact in int32. Relative to the operand's rms that is
+c = (s/2) / rms = 1 / (2·rms(q − zero point)) for the integers q it was rounded to, read from
+the artifact's weights and, for activations, from the quantized values at the check's input
+(fwbench.runtimes' quantization_steps). With the same model (independent, mean-zero errors,
+gain at most 1), Hoeffding's inequality over the K roundings gives λ·√(Σ c²), the same form
+as λ·u·√R with u the roundings' rms c. Operators left in float32 add nothing measurable.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from fwbench.model.specs import ArchSpec, CNNSpec, MLPSpec, RecurrentSpec, TransformerSpec
@@ -49,9 +59,17 @@ class Bound:
     roundings: int
     unit_roundoff: float
     lam: float
+    quantized: bool = False  # u is the roundings' rms relative step, read from the scales
 
     def basis(self) -> str:
         """One line saying how the bound was made."""
+        if self.quantized:
+            return (
+                f"λ·√(Σc²) = {self.lam:.2f} × {self.unit_roundoff:.2g} × √{self.roundings} "
+                f"(K = {self.roundings} roundings to integers, c = step/2 over the operand's "
+                f"rms, from the artifact's scales at the check input, int32 accumulation, "
+                f"η = {FAILURE_PROBABILITY:g}; fwbench.model.precision_bound)"
+            )
         return (
             f"λ·u·√R = {self.lam:.2f} × 2^{math.log2(self.unit_roundoff):.0f} × "
             f"√{self.roundings} (R roundings on the longest path, float32 accumulation, "
@@ -73,14 +91,29 @@ def roundings(spec: ArchSpec) -> int:
     raise TypeError(f"no rounding count for spec {spec!r}")
 
 
+def _lam(outputs: int) -> float:
+    """λ: the union bound over `outputs` values at the failure probability η."""
+    if outputs < 1:
+        raise ValueError(f"outputs must be positive, got {outputs!r}")
+    return math.sqrt(2 * math.log(2 * outputs / FAILURE_PROBABILITY))
+
+
+def quantization_bound(steps: Sequence[float], outputs: int) -> Bound:
+    """The normwise relative error a quantized model may show over `outputs` values, from
+    each rounding's relative step c (the module's docstring derives it); raises on none."""
+    if not steps or not all(math.isfinite(c) and c >= 0 for c in steps):
+        raise ValueError(f"a quantization bound needs finite steps ≥ 0, got {list(steps)!r}")
+    rms = math.sqrt(sum(c * c for c in steps) / len(steps))
+    lam = _lam(outputs)
+    return Bound(lam * rms * math.sqrt(len(steps)), len(steps), rms, lam, quantized=True)
+
+
 def error_bound(spec: ArchSpec, precision: str, outputs: int) -> Bound:
     """The normwise relative error `spec` may show in `precision` over `outputs` values
     (batch × classes); raises naming a precision without a unit roundoff here."""
     if precision not in UNIT_ROUNDOFF:
         known = ", ".join(UNIT_ROUNDOFF)
         raise ValueError(f"no rounding-error bound for precision {precision!r}; known: {known}")
-    if outputs < 1:
-        raise ValueError(f"outputs must be positive, got {outputs!r}")
     u, count = UNIT_ROUNDOFF[precision], roundings(spec)
-    lam = math.sqrt(2 * math.log(2 * outputs / FAILURE_PROBABILITY))
+    lam = _lam(outputs)
     return Bound(lam * u * math.sqrt(count), count, u, lam)

@@ -39,6 +39,11 @@ FIGURES = (
     ),
     Entry("roofline", "Roofline per batch", "plots_roofline:draw_roofline"),
     Entry("latency", "Latency at the table batch", "plots_latency:draw_latency"),
+    Entry(
+        "precision",
+        "Lower precision: speedup against accuracy cost",
+        "plots_precision:draw_precision",
+    ),
     Entry("speedup", "Compile speedup", "plots_latency:draw_speedup"),
     Entry(V.efficiency, "Roofline efficiency", "plots_roofline:draw_efficiency"),
     Entry("scaling", "Batch scaling", "plots_latency:draw_scaling"),

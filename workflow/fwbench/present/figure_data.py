@@ -4,7 +4,9 @@
   the efficiency (its `roofline_*` attributes, memory levels included); the vendor or ISA
   figures beside them from the hardware file.
 - `FigureInputs`: what every inference figure reads: one system's statistics through their view
-  (fwbench.io.stats_file.StatsView) and its hardware file.
+  (fwbench.io.stats_file.StatsView), its hardware file and the merged equivalence checks.
+- `precision_accuracy`: one system's check rows in one precision, as the precision figure and
+  the report's accuracy table read them.
 - `batch_note`, `failed_note`, `listed`: the notes every figure and table words the same way.
 """
 
@@ -14,6 +16,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import pandas as pd
 import xarray as xr
 
 from fwbench.analysis.roofline import MemoryLevel, levels_from_json
@@ -63,10 +66,12 @@ def roofs(view: StatsView, hardware: HardwareRecord | None) -> Roofs:
 
 @dataclass(frozen=True)
 class FigureInputs:
-    """What every inference figure may read: one system's statistics and hardware file."""
+    """What every inference figure may read: one system's statistics, hardware file and
+    equivalence checks (results/checks/equivalence.csv, every system's)."""
 
     view: StatsView
     hardware: HardwareRecord | None = None
+    equivalence: pd.DataFrame | None = None
 
     @property
     def stats(self) -> xr.Dataset:
@@ -101,6 +106,21 @@ def failed_note(view: StatsView, batches: Iterable[int] | None, what: str = "Not
     if not names:
         return ""
     return f"{what} (the cell failed; see the report's failed section): {listed(names)}."
+
+
+def precision_accuracy(
+    rows: pd.DataFrame | None, system: str | None, precision: str
+) -> pd.DataFrame | None:
+    """The equivalence rows of `system` (every row where the file has no systems) in
+    `precision`, with `passed` as a bool; None where the file holds no such rows."""
+    if rows is None or "precision" not in rows:
+        return None
+    rows = rows[rows["precision"] == precision]
+    if system is not None and "system" in rows:
+        rows = rows[rows["system"] == system]
+    if rows.empty:
+        return None
+    return rows.assign(passed=rows["pass"].astype(str).str.lower() == "true")
 
 
 def listed(names: Sequence[str], limit: int = 12) -> str:

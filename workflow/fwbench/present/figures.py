@@ -1,9 +1,9 @@
 """Every figure by name, and drawing the ones a job asks for.
 
-The inference figures draw one system's cells from stats.nc and that system's hardware JSON
-only, the systems figure every system's cells from stats.nc, the training figures one system's
-runs from the stacked training runs only. A failed cell or run is never drawn as a number; each
-figure names what it left out in its note.
+The inference figures draw one system's cells from stats.nc, that system's hardware JSON and
+(the precision figure) the merged equivalence checks; the systems figure every system's cells
+from stats.nc; the training figures one system's runs from the stacked training runs only. A
+failed cell or run is never drawn as a number; each figure names what it left out in its note.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from fwbench.io.stats_file import StatsView, read_stats
 from fwbench.present import catalog
 from fwbench.present.figure_data import FigureInputs
 from fwbench.present.plots_systems import draw_systems
+from fwbench.present.report.context import read_checks
 from fwbench.present.style import MIN_DPI, save_figure
 
 # Each figure's drawing function, by name (the list: fwbench.present.catalog.FIGURES).
@@ -39,6 +40,7 @@ def draw_requested(
     train_stats: str | os.PathLike | None = None,
     dpi: int = MIN_DPI,
     system: str | None = None,
+    equivalence: str | os.PathLike | None = None,
 ) -> list[str]:
     """Draw every figure named in `outputs` (name → PNG path; `<name>_svg` → SVG path) from
     the given files, save them, and return the names drawn. The inference and training figures
@@ -57,7 +59,8 @@ def draw_requested(
             raise ValueError(f"figures {names} need the stats file (input 'stats')")
         all_stats = read_stats(stats)
     if any(name in INFERENCE_FIGURES for name in names):
-        inputs = FigureInputs(StatsView(all_stats, system), read_hardware_record(hardware))
+        checks = read_checks(equivalence)
+        inputs = FigureInputs(StatsView(all_stats, system), read_hardware_record(hardware), checks)
     train = None
     if any(name in TRAINING_FIGURES for name in names):
         if train_stats is None:

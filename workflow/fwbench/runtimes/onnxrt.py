@@ -7,8 +7,10 @@ A session gets exactly the cell's threads: intra_op_num_threads = threads, inter
 sequential execution, every graph optimization (ORT_ENABLE_ALL), and the intra-op pool's
 spinning set to ORT's default (spin) and recorded (ORT's own default thread count is every
 physical core: never relied on). On the CPU the CPUExecutionProvider, on cuda the
-CUDAExecutionProvider alone (onnxruntime-gpu), so a model that the CUDA provider cannot place
-fails to load instead of running on the CPU unnoticed.
+CUDAExecutionProvider alone (onnxruntime-gpu) with TF32 off (`use_tf32` 0, as torch, jax and
+TensorFlow are set), so a model that the CUDA provider cannot place fails to load instead of
+running on the CPU unnoticed; each session's provider options, as ORT reports them, are
+recorded with its compile details.
 
 ONNX Runtime profiles only a session created with profiling on, so every session is a
 `Session`: the attribution pass (`profile`) gives each one a twin made with the same model,
@@ -21,6 +23,16 @@ to nearest by ml_dtypes) and the session is called with run_with_ort_values, who
 to_numpy reads as float32. Where ONNX Runtime has no kernel for a bf16 op (its CPU provider
 has none for MatMul, Gemm, Conv...) the session raises at creation: the cell fails with its
 message.
+
+An int8 cell loads ONNX Runtime's own quantization of the framework's float32 export
+(`quantize`, in the export job): dynamic quantization, the method ORT's documentation advises
+for RNN and transformer models and the one needing no calibration data (static QDQ, which it
+advises for CNNs, needs a calibration set and is not built yet): weights rounded to int8
+(symmetric, one scale per tensor), each call's activations to uint8 by a scale taken from that
+call's range (DynamicQuantizeLinear), products in int32 (MatMulInteger, ConvInteger; ORT's
+optimizer fuses them to DynamicQuantizeMatMul). Operators it cannot quantize stay float32
+(an LSTM whose weights the exporter computes, say): the kernel-precision pass says how much.
+Inputs and outputs stay float32.
 """
 
 from __future__ import annotations
@@ -36,14 +48,24 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from fwbench.frameworks import BFLOAT16
+from fwbench.frameworks import BFLOAT16, INT8
 from fwbench.frameworks.base import check_device
-from fwbench.frameworks.protocols import CompileInfo, NullCall
+from fwbench.frameworks.kernel_precision import (
+    KERNEL_PRECISION_CALLS,
+    KERNEL_TIME,
+    KernelPrecision,
+    of_work,
+)
+from fwbench.frameworks.protocols import CompileInfo, Exported, NullCall
 from fwbench.frameworks.trace import Trace, nested
 from fwbench.model.weights import Weights
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
+# Per device, the provider's options: float32 means float32 on the CUDA provider too (its
+# default computes float32 MatMul and Conv in TF32 on Ampere and newer), as torch, jax and TF
+# are set; each session's options as ORT reports them are recorded (compile_info).
+PROVIDER_OPTIONS: dict[str, dict[str, str]] = {"cpu": {}, "cuda": {"use_tf32": "0"}}
 # The intra-op pool's workers spin between runs (ORT's default), set explicitly and recorded.
 SPINNING = ("session.intra_op.allow_spinning", "1")
 
@@ -75,7 +97,8 @@ def thread_settings(threads: int) -> dict[str, Any]:
 def _inference_session(
     model: str | bytes, device: str, options: ort.SessionOptions
 ) -> ort.InferenceSession:
-    return ort.InferenceSession(model, sess_options=options, providers=[PROVIDERS[device]])
+    provider = (PROVIDERS[device], PROVIDER_OPTIONS[device])
+    return ort.InferenceSession(model, sess_options=options, providers=[provider])
 
 
 class Session:
@@ -181,6 +204,23 @@ class OrtRunner(RuntimeRunner):
     def providers(self) -> list[str]:
         return self.session.timed.get_providers()
 
+    def kernel_precision(self, prepared: dict[str, Any]) -> KernelPrecision:
+        """The kernel time of the model's products by what they computed in, from ORT's own
+        profile of a twin session (each node's op and input types)."""
+        with tempfile.TemporaryDirectory() as directory:
+            self.session.profile_on(directory)
+            try:
+                for _ in range(KERNEL_PRECISION_CALLS + 1):  # the twin's first call allocates
+                    self.session.run(self._outputs, prepared)
+            finally:
+                events = self.session.profile_off()
+        return kernel_precision_of(events, self.precision, KERNEL_PRECISION_CALLS)
+
+    def quantization_steps(self, prepared: dict[str, Any]) -> list[float]:
+        """Per rounding to an integer in the model, at this input: half its step over the rms
+        of what it rounded (fwbench.model.precision_bound.quantization_bound)."""
+        return quantization_steps(self.artifact, prepared, self.threads)
+
     def compile_info(self) -> CompileInfo:
         return CompileInfo(
             compiled=True,
@@ -190,6 +230,7 @@ class OrtRunner(RuntimeRunner):
             details={
                 "onnxruntime": ort.__version__,
                 "providers": self.providers(),
+                "provider_options": self.session.timed.get_provider_options(),
                 "graph_optimization_level": "ORT_ENABLE_ALL",
                 "threads": thread_settings(self.threads),
                 "artifact": self.artifact,
@@ -256,6 +297,157 @@ def trace_of(events: list[dict[str, Any]], calls: int) -> Trace:
     spans = tuple((e["ts"] * 1e3, (e["ts"] + e["dur"]) * 1e3) for e in inside)
     trace = Trace(calls, len(runs), kernels, len(inside), spans=spans)
     return nested(trace, (e["ts"] * 1e3 for e in inside), (start for start, _ in kernels))
+
+
+# ---- int8: ONNX Runtime's dynamic quantization ---------------------------------------------
+
+# quantize_dynamic's settings, recorded in the artifact's manifest. reduce_range stays off: on
+# a CPU with VNNI or AMX-INT8 (host.identity lists them) the u8×s8 products need no 7-bit
+# weights; without them ORT's kernels multiply in VPMADDUBSW pairs, whose int16 sums may
+# saturate, which reduce_range would avoid; the manifest says which the CPU has.
+QUANTIZATION = {
+    "method": "onnxruntime.quantization.quantize_dynamic",
+    "weight_type": "QInt8",
+    "activations": "QUInt8, each call's range (DynamicQuantizeLinear)",
+    "per_channel": False,
+    "reduce_range": False,
+}
+# The ops that compute a product of integers, as ORT's quantizer and optimizer write them, and
+# the float ones; every other node's time is not a product.
+INTEGER_PRODUCTS = frozenset(
+    {
+        "MatMulInteger",
+        "ConvInteger",
+        "MatMulIntegerToFloat",
+        "DynamicQuantizeMatMul",
+        "DynamicQuantizeLSTM",
+        "QLinearMatMul",
+        "QLinearConv",
+        "QGemm",
+        "QAttention",
+    }
+)
+FLOAT_PRODUCTS = frozenset(
+    {"MatMul", "Gemm", "Conv", "FusedConv", "FusedGemm", "FusedMatMul", "LSTM", "GRU", "RNN"}
+    | {"Attention", "MultiHeadAttention", "NhwcConv"}
+)
+QUANTIZERS = frozenset({"DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLinear"})
+ORT_TYPES = {"float": "float32", "double": "float64", "float16": "float16", "bfloat16": "bfloat16"}
+
+
+def quantize(exported: Exported, precision: str, path: str) -> Exported:
+    """`precision`'s artifact: ORT's dynamic quantization of the float32 ONNX export."""
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    if precision != INT8:
+        raise ValueError(f"ONNX Runtime quantizes to {INT8}, not {precision!r}")
+    model = without_shape_annotations(onnx.load(exported.file))
+    target = f"{path}-{precision}.onnx"
+    quantize_dynamic(model, target, weight_type=QuantType.QInt8, per_channel=False)
+    ops = sorted(node.op_type for node in onnx.load(target).graph.node)
+    integer = sorted({op for op in ops if op in INTEGER_PRODUCTS})
+    left = sorted({op for op in ops if op in FLOAT_PRODUCTS})
+    how = f"{exported.how}; quantized to {precision} by ONNX Runtime's quantize_dynamic"
+    details = exported.details | {"precision": precision, "quantization": QUANTIZATION}
+    details["quantization"] |= {"integer_products": integer, "float_products_left": left}
+    return Exported(target, how, details)
+
+
+def without_shape_annotations(model: Any) -> Any:
+    """The model without its exporter's value_info: torch's dynamo exporter annotates some
+    intermediate values with shapes ONNX's strict shape inference, which quantize_dynamic
+    runs, refuses ("Inferred shape and existing shape differ"); inference derives them again.
+    tests/test_quantize.py fails when the exporter's annotations pass."""
+    del model.graph.value_info[:]
+    return model
+
+
+def kernel_precision_of(events: list[dict[str, Any]], low: str, calls: int) -> KernelPrecision:
+    """The last `calls` runs of a profile (trace_of's window): each product node's kernel time
+    by what it computed in (an integer product: int8; a float one: its first input's type);
+    the quantizers' runs counted as casts."""
+    runs = sorted((e for e in events if e["name"] == RUN), key=lambda e: e["ts"])[-calls:]
+    if len(runs) < calls:
+        raise RuntimeError(f"ONNX Runtime's profile holds {len(runs)} runs, not {calls}")
+    first, last = runs[0]["ts"], runs[-1]["ts"] + runs[-1]["dur"]
+    work, casts = [], 0
+    for event in events:
+        if event.get("cat") != NODE_CATEGORY or not event["name"].endswith(KERNEL_SUFFIX):
+            continue
+        if not first <= event["ts"] <= last:
+            continue
+        op = event.get("args", {}).get("op_name", "")
+        casts += op in QUANTIZERS
+        if op in INTEGER_PRODUCTS:
+            work.append((INT8, float(event["dur"])))
+        elif op in FLOAT_PRODUCTS:
+            work.append((_first_input_type(event), float(event["dur"])))
+    method = (
+        "ONNX Runtime's profile of a twin session: each node's op and input types, over "
+        f"{calls} calls; casts are quantizer runs per call, fused ones (DynamicQuantizeMatMul) "
+        "not counted"
+    )
+    return of_work(work, low, KERNEL_TIME, method, casts // calls)
+
+
+def _first_input_type(event: dict[str, Any]) -> str:
+    inputs = event.get("args", {}).get("input_type_shape") or [{"unknown": []}]
+    name = next(iter(inputs[0]))
+    return ORT_TYPES.get(name, name)
+
+
+def quantization_steps(model_path: str, feed: dict[str, Any], threads: int) -> list[float]:
+    """For each operand of each integer product of a quantized ONNX model, at `feed`: the
+    largest rounding error relative to the operand's rms, (step/2) / rms(step·(q − zero
+    point)) = 1 / (2·rms(q − zero point)). Weights are read from the model; activations are
+    fetched by running it, unoptimized, with them as outputs (the same quantization)."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(model_path)
+    constants = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    pairs = [
+        pair
+        for node in model.graph.node
+        if node.op_type in ("MatMulInteger", "ConvInteger")
+        for pair in _operands(node, node.op_type == "ConvInteger")
+    ]
+    if not pairs:
+        raise RuntimeError(f"{model_path} holds no integer product to bound")
+    named = {name for value, zero, _ in pairs for name in (value, zero) if name}
+    fetch = sorted(named - set(constants))
+    values = constants | _fetched(model, fetch, feed, threads)
+    steps = []
+    for value, zero, axis in pairs:
+        q = values[value].astype(np.float64)
+        zp = np.asarray(values[zero], np.float64) if zero else np.zeros(())
+        if zp.ndim and axis is not None:  # one zero point per output channel
+            zp = zp.reshape([-1 if a == axis % q.ndim else 1 for a in range(q.ndim)])
+        steps.append(1.0 / (2.0 * float(np.sqrt(np.mean((q - zp) ** 2)))))
+    return steps
+
+
+def _operands(node: Any, conv: bool) -> list[tuple[str, str, int | None]]:
+    """(operand, its zero point or '', the axis a per-channel zero point runs along) for
+    an integer product's two operands: A, B, a_zero_point, b_zero_point."""
+    inputs = list(node.input) + [""] * (4 - len(node.input))
+    return [(inputs[0], inputs[2], None), (inputs[1], inputs[3], 0 if conv else -1)]
+
+
+def _fetched(model: Any, names: list[str], feed: dict[str, Any], threads: int) -> dict:
+    """The named intermediate values of `model` at `feed`: each made a graph output, the model
+    run once without graph optimizations (which would fuse them away)."""
+    from onnx import helper
+
+    known = {o.name for o in model.graph.output}
+    model.graph.output.extend(
+        helper.make_empty_tensor_value_info(n) for n in names if n not in known
+    )
+    options = session_options(threads)
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = _inference_session(model.SerializeToString(), "cpu", options)
+    return dict(zip(names, session.run(names, feed), strict=True))
 
 
 def adapter(framework: str) -> RuntimeAdapter:

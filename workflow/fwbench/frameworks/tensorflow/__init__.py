@@ -1,7 +1,7 @@
 """The tensorflow package: the only modules that import tensorflow (infer, models, train,
 hardware, export). This file does not: it holds tensorflow's FrameworkInfo."""
 
-from fwbench.frameworks.info import BFLOAT16, FrameworkInfo
+from fwbench.frameworks.info import BFLOAT16, INT8, FrameworkInfo
 
 _ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 
@@ -19,7 +19,9 @@ INFO = FrameworkInfo(
         "onnxrt": ("onnxruntime", "onnxruntime-gpu", "onnx", "tf2onnx"),
     },
     # bfloat16: Keras's bfloat16 dtype policy (weights and activations); LiteRT has no
-    # bfloat16 kernels
-    precisions=dict.fromkeys(("eager", "function", "xla", "onnxrt"), (BFLOAT16,)),
+    # bfloat16 kernels; int8: ONNX Runtime's quantization of the float32 ONNX export
+    # (runtimes.onnxrt.quantize)
+    precisions=dict.fromkeys(("eager", "function", "xla"), (BFLOAT16,))
+    | {"onnxrt": (BFLOAT16, INT8)},
     pre_import_env={"cpu": _ENV | {"CUDA_VISIBLE_DEVICES": ""}, "cuda": _ENV},
 )

@@ -173,8 +173,10 @@ def owner(path: Path, names: Sequence[str]) -> str | None:
 
 
 def read_checks(path: PathLike | None) -> pd.DataFrame | None:
-    """A merged check CSV (equivalence or FLOPs); empty cells are NaN, text stays text."""
-    return None if path is None else pd.read_csv(path, keep_default_na=False, na_values=[""])
+    """A merged check CSV (equivalence or FLOPs); empty cells (and 'nan', which earlier versions
+    wrote for a failed row's error) are NaN, other text stays text."""
+    missing = ["", "nan"]
+    return None if path is None else pd.read_csv(path, keep_default_na=False, na_values=missing)
 
 
 def read_training(path: Path) -> LoadedFile:

@@ -16,6 +16,8 @@ from fwbench.frameworks.kernel_precision import UPCAST_BELOW
 from fwbench.io.dims import FLOAT32, STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
+from fwbench.precisions import BFLOAT16, INT8
+from fwbench.present.figure_data import precision_accuracy
 from fwbench.present.format import MISSING, significant, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.tables import markdown_table
@@ -23,18 +25,25 @@ from fwbench.present.tables import markdown_table
 SECTION = "Precision"
 REASON_CHARS = 80  # a failed cell's message here; stats.csv holds it whole
 SPEEDUP = (V.speedup_vs_float32, V.speedup_vs_float32_ci_low, V.speedup_vs_float32_ci_high)
+# How each precision's model is made, as its users make it.
+HOW = {
+    BFLOAT16: "the model cast the way each framework's users cast it (torch: the module and "
+    "input to `torch.bfloat16`; jax: bf16 parameters and input; tensorflow: Keras's "
+    "`bfloat16` dtype policy; ONNX Runtime: the bf16 model its framework exported)",
+    INT8: "the framework's float32 ONNX export quantized by ONNX Runtime's `quantize_dynamic` "
+    "in the export job (int8 weights, each call's activations in uint8 by that call's range, "
+    "products in int32; operators it cannot quantize stay float32, as the kernel shares show)",
+}
 INTRO = (
     "Each mode that runs {precision} has a cell of its own beside float32's (config "
-    "`precision`): the model cast the way each framework's users cast it (torch: the module "
-    "and input to `torch.bfloat16`; jax: bf16 parameters and input; tensorflow: Keras's "
-    "`bfloat16` dtype policy; ONNX Runtime: the bf16 model its framework exported), timed as "
+    "`precision`): {how}, timed as "
     "every other cell and held against its own precision's GEMM peak. Each entry: float32's "
     "median over {precision}'s (above 1, {precision} is faster), its CI at the report's "
     "level and the verdict (`comparisons.csv`, kind `precision`; from the rounds, which "
     "measure both in alternation, where the batch is theirs, else from the system's spread "
     "between processes: the `method` column says which). Accuracy: the largest "
     "error against the float64 reference at the check batch, normwise, beside the model's "
-    "rounding-error bound (Cross-checks)."
+    "rounding-error bound (for int8, from the artifact's own quantization scales; Cross-checks)."
 )
 
 
@@ -46,7 +55,7 @@ def precision_section(context: ReportContext, part: SystemPart) -> str:
     text = f"## {SECTION}\n\n"
     for precision in lows:
         low = view.in_precision(precision)
-        text += INTRO.format(precision=precision) + "\n\n"
+        text += INTRO.format(precision=precision, how=HOW.get(precision, precision)) + "\n\n"
         for batch in _batches(low):
             text += f"**{precision} against float32, batch {batch}:**\n\n"
             text += _speedup_table(low, batch) + "\n"
@@ -134,15 +143,10 @@ def _entry(view: StatsView, key: CellKey) -> str:
 
 def _accuracy_table(rows: pd.DataFrame | None, system: str | None, precision: str) -> str:
     """Per variant and architecture: the error against float64 and its bound, or FAIL."""
-    if rows is None or "precision" not in rows:
-        return ""
-    rows = rows[rows["precision"] == precision]
-    if system is not None and "system" in rows:
-        rows = rows[rows["system"] == system]
-    if rows.empty:
+    rows = precision_accuracy(rows, system, precision)
+    if rows is None:
         return ""
     archs = list(dict.fromkeys(rows["arch"]))
-    rows = rows.assign(passed=rows["pass"].astype(str).str.lower() == "true")
     table = []
     for (framework, mode), group in rows.groupby(["framework", "mode"], sort=False):
         by_arch = {r.arch: _accuracy(r) for r in group.itertuples()}
