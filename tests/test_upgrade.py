@@ -15,11 +15,11 @@ from fwbench.io.comparisons_file import VERDICTS
 from fwbench.io.rounds_file import read_rounds
 from fwbench.provenance import installed_versions
 
-from conftest import NO_BF16_KERNEL, SMOKE, smoke_configs, snakemake
+from conftest import FAILING_CELL, SMOKE, smoke_configs, snakemake
 from plans import plan_of
 
 pytestmark = pytest.mark.slow
-NEW_TORCH = "99.0"
+NEW_VERSION = "99.0"
 
 
 def fake_upgrade(root: Path, distribution: str, version: str) -> dict[str, str]:
@@ -48,58 +48,71 @@ def snapshot(paths: list[Path]) -> dict[Path, tuple[bytes, int]]:
     return {path: (path.read_bytes(), path.stat().st_mtime_ns) for path in paths}
 
 
-def test_upgrading_torch_reruns_only_torch_cells_and_keeps_the_old_ones(smoke_copy, tmp_path):
-    workdir = smoke_copy
-    env = fake_upgrade(tmp_path / "site", "torch", NEW_TORCH)
+def assert_plans_only(framework: str, workdir: Path, env: dict[str, str]) -> int:
+    """A dry run after `framework`'s upgrade plans its cells, exports, checks and rounds, and
+    nothing of another framework's or of the hardware stage. Returns its cell count."""
     config = yaml.safe_load(Path(SMOKE).read_text())
     plan = plan_of(base=SMOKE)
     # every precision's: float32's, and bfloat16's where the smoke sweep runs it
-    torch_cells = sum(cell["framework"] == "torch" for cell in plan.cells)
-    torch_exports = sum(export["framework"] == "torch" for export in plan.exports)
-
+    cells = sum(cell["framework"] == framework for cell in plan.cells)
+    exports = sum(export["framework"] == framework for export in plan.exports)
     configs = smoke_configs(workdir)
     jobs = planned_jobs(snakemake("-n", "--configfile", *configs, cwd=workdir, env=env))
-    assert jobs.get("bench") == torch_cells
-    # torch's export modes export again, once per architecture and precision; jax's stay
-    assert jobs.get("export") == torch_exports
+    assert jobs.get("bench") == cells
+    # its export modes export again, once per architecture and precision; no other's do
+    assert jobs.get("export") == exports
     assert jobs.get("checks") == 1 and "hardware" not in jobs
     assert jobs.get("aggregate_bench") == 1
-    # the rounds of every row torch's comparisons sit in (the smoke sweep's: mlp at batch 8)
+    # the rounds of every row its comparisons sit in (the smoke sweep's: mlp at batch 8)
     rows = len(config["rounds"]["architectures"])
     assert jobs.get("rounds") == rows * config["rounds"]["sets"]
+    return cells
+
+
+def test_upgrading_torch_plans_only_torch_jobs(smoke_copy, tmp_path):
+    env = fake_upgrade(tmp_path / "site", "torch", NEW_VERSION)
+    assert assert_plans_only("torch", smoke_copy, env) > 0
+
+
+# The upgrade run for real takes jax, the smoke sweep's cheapest framework to rerun (torch's
+# compiled and aoti cells compile for half a minute each); the mechanism is the same for each.
+def test_upgrading_jax_reruns_only_jax_cells_and_keeps_the_old_ones(smoke_copy, tmp_path):
+    workdir = smoke_copy
+    env = fake_upgrade(tmp_path / "site", "jax", NEW_VERSION)
+    jax_cells = assert_plans_only("jax", workdir, env)
 
     cells = workdir / "results/cells/local"  # the default config's one system
-    old_torch = sorted((cells / "torch").rglob("*.nc"))
+    old_jax = sorted((cells / "jax").rglob("*.nc"))
     others = snapshot(
-        sorted((cells / "jax").rglob("*.nc")) + sorted(cells.glob("tensorflow/**/*.nc"))
+        sorted((cells / "torch").rglob("*.nc")) + sorted(cells.glob("tensorflow/**/*.nc"))
     )
+    configs = smoke_configs(workdir)
     result = snakemake("--cores", "2", "--configfile", *configs, cwd=workdir, env=env, timeout=900)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
     assert snapshot(list(others)) == others, "another framework's cell was recomputed"
-    assert all(path.exists() for path in old_torch), "the previous version's cells were lost"
-    new_torch = sorted((cells / "torch" / NEW_TORCH).rglob("*.nc"))
-    assert len(new_torch) == torch_cells
+    assert all(path.exists() for path in old_jax), "the previous version's cells were lost"
+    new_jax = sorted((cells / "jax" / NEW_VERSION).rglob("*.nc"))
+    assert len(new_jax) == jax_cells
 
-    table = pd.read_csv(workdir / "results/compare/local/torch.csv", dtype={"new_version": str})
-    assert len(table) == torch_cells
-    assert set(table["new_version"]) == {NEW_TORCH}
-    assert set(table["old_version"]) == {installed_versions("torch")["torch"]}
-    # torch's onnxrt mlp in bfloat16 fails in both versions (ORT has no bf16 Gemm kernel)
+    table = pd.read_csv(workdir / "results/compare/local/jax.csv", dtype={"new_version": str})
+    assert len(table) == jax_cells
+    assert set(table["new_version"]) == {NEW_VERSION}
+    assert set(table["old_version"]) == {installed_versions("jax")["jax"]}
+    # the cell the smoke sweep makes fail (jax's jit lstm, float32) fails in both versions
     failed = table[table["old_status"] != "ok"]
-    where = zip(failed["mode"], failed["arch"], failed["precision"], strict=True)
-    assert set(where) == {
-        (mode, arch, "bfloat16") for framework, mode, arch in NO_BF16_KERNEL if framework == "torch"
-    }
+    where = zip(failed["framework"], failed["mode"], failed["arch"], strict=True)
+    assert {"/".join(cell) for cell in where} == {FAILING_CELL}
+    assert set(failed["precision"]) == {"float32"}
     assert set(failed["verdict"]) == {"not compared (old failed, new failed)"}
     compared = table.drop(index=failed.index)
     assert set(compared["verdict"]) <= set(VERDICTS)
     assert (compared["ratio"] > 0).all()
-    assert "## local/torch" in (workdir / "results/compare/summary.md").read_text()
-    for k in range(config["rounds"]["sets"]):
+    assert "## local/jax" in (workdir / "results/compare/summary.md").read_text()
+    for k in range(yaml.safe_load(Path(SMOKE).read_text())["rounds"]["sets"]):
         rounds = read_rounds(workdir / f"results/rounds/local/mlp/b8/set{k}.nc")
-        torch = rounds["version"].sel(variant=rounds["framework"] == "torch").values
-        assert set(torch) == {NEW_TORCH}
+        jax = rounds["version"].sel(variant=rounds["framework"] == "jax").values
+        assert set(jax) == {NEW_VERSION}
 
 
 def test_a_dimension_edit_reruns_only_that_architectures_cells(smoke_copy):
@@ -126,6 +139,6 @@ def test_changing_repeats_reruns_every_cell_and_nothing_upstream(smoke_copy):
 
 
 def test_installed_versions_sees_the_fake_upgrade(tmp_path, monkeypatch):
-    fake_upgrade(tmp_path, "torch", NEW_TORCH)
+    fake_upgrade(tmp_path, "torch", NEW_VERSION)
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert installed_versions("torch")["torch"] == NEW_TORCH
+    assert installed_versions("torch")["torch"] == NEW_VERSION
