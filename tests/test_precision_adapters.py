@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 from fwbench import frameworks
-from fwbench.frameworks import BFLOAT16, FLOAT32, PRECISIONS, kernel_precision
+from fwbench.frameworks import BFLOAT16, FLOAT32, INT8, PRECISIONS, kernel_precision
 from fwbench.frameworks.kernel_precision import FLOP, KERNEL_TIME
 from fwbench.model import reference
 from fwbench.model.specs import build_spec
@@ -126,12 +126,13 @@ def _weight_dtypes(framework: str, runner: Any) -> set[str]:
 
 
 def test_each_mode_runs_float32_and_the_precisions_its_framework_names_for_it():
-    assert PRECISIONS == (FLOAT32, BFLOAT16) == ("float32", "bfloat16")
+    assert PRECISIONS == (FLOAT32, BFLOAT16, INT8) == ("float32", "bfloat16", "int8")
     for framework, modes in frameworks.MODES.items():
         for mode in modes:
             expected = ("float32", "bfloat16") if mode in BF16_MODES[framework] else ("float32",)
-            assert frameworks.mode_precisions(framework, mode) == expected, (framework, mode)
-    assert frameworks.mode_precisions("tensorflow", "litert") == ("float32",)
+            floats = tuple(p for p in frameworks.mode_precisions(framework, mode) if p != INT8)
+            assert floats == expected, (framework, mode)
+    assert frameworks.mode_precisions("tensorflow", "litert") == ("float32", "int8")
     assert frameworks.mode_precisions("torch", "compiled_max_autotune") == ("float32", "bfloat16")
 
 

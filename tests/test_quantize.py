@@ -1,8 +1,9 @@
-"""int8 in the deployment runtimes: ONNX Runtime's dynamic quantization of a framework's float32
-export (fwbench.runtimes.onnxrt.quantize) as a precision of its own: planned for the onnxrt
-paths alone, made in the export job, held against a bound read from its own scales
-(fwbench.model.precision_bound.quantization_bound), its integer products seen in ORT's
-profile, its bytes at mixed widths, its roof the int8 GEMM peak."""
+"""int8 in the deployment runtimes as a precision of its own: ONNX Runtime's dynamic quantization
+of a framework's float32 export (fwbench.runtimes.onnxrt.quantize) and the TFLite converter's
+dynamic-range quantization (frameworks.tensorflow.export), planned for those paths alone, made
+in the export job, held against a bound read from the artifact's own scales
+(fwbench.model.precision_bound.quantization_bound), its integer products seen in ORT's profile
+or LiteRT's file, its bytes at mixed widths, its roof the int8 GEMM peak."""
 
 from __future__ import annotations
 
@@ -33,10 +34,14 @@ MLP = {"input": 64, "hidden": [128, 64], "classes": 10}
 # ---- planning and paths --------------------------------------------------------------------
 
 
-def test_int8_is_planned_for_the_onnxrt_paths_alone_on_a_path_of_its_own():
-    assert INT8 in frameworks.mode_precisions("torch", "onnxrt")
-    assert INT8 in frameworks.mode_precisions("tensorflow", "onnxrt")
-    for framework, mode in [("torch", "eager"), ("torch", "aoti"), ("tensorflow", "litert")]:
+def test_int8_is_planned_for_the_deployment_runtimes_alone_on_a_path_of_its_own():
+    for framework, mode in [
+        ("torch", "onnxrt"),
+        ("tensorflow", "onnxrt"),
+        ("tensorflow", "litert"),
+    ]:
+        assert INT8 in frameworks.mode_precisions(framework, mode)
+    for framework, mode in [("torch", "eager"), ("torch", "aoti"), ("jax", "export")]:
         assert INT8 not in frameworks.mode_precisions(framework, mode)
     plan = plan_of(
         {
@@ -57,6 +62,8 @@ def test_only_a_runtime_that_quantizes_is_asked_to():
     assert frameworks.quantizer("torch", "onnxrt", "bfloat16") is None  # the exporter's own
     with pytest.raises(ValueError, match="'int8' is not one of torch/eager's"):
         frameworks.quantizer("torch", "eager", INT8)
+    # LiteRT's quantization is the converter's: tensorflow's export writes the int8 file
+    assert frameworks.quantizer("tensorflow", "litert", INT8) is None
 
 
 # ---- the bound, the cost model and the roof -------------------------------------------------
@@ -143,10 +150,46 @@ def test_the_steps_of_a_quantized_matmul_are_those_its_value_ranges_imply(tmp_pa
     assert activation == pytest.approx(math.sqrt(3) / 510, rel=0.02)
 
 
+# ---- LiteRT's products and steps, read from the file --------------------------------------
+
+
+def test_a_litert_products_flop_is_two_multiply_adds_per_output_element_and_depth():
+    litert = pytest.importorskip("fwbench.runtimes.litert")
+    dense = litert.Product("FULLY_CONNECTED", 0, 1, 2)
+    assert dense.flop({0: (8, 64), 1: (32, 64), 2: (8, 32)}) == 2 * 8 * 32 * 64
+    conv = litert.Product("CONV_2D", 0, 1, 2)  # filter OHWI
+    assert conv.flop({0: (2, 10, 10, 8), 1: (16, 3, 3, 8), 2: (2, 10, 10, 16)}) == (
+        2 * (2 * 10 * 10 * 16) * (3 * 3 * 8)
+    )
+    scores = litert.Product("BATCH_MATMUL", 0, 1, 2, adjoint=True)  # contracts axis -2
+    assert scores.flop({0: (2, 5, 7), 1: (2, 5, 9), 2: (2, 7, 9)}) == 2 * (2 * 7 * 9) * 5
+
+
+def test_a_dynamic_step_is_half_the_step_the_kernel_takes_for_each_row_over_the_rms():
+    litert = pytest.importorskip("fwbench.runtimes.litert")
+    rows = np.array([[1.0, -1.0, 0.5, 0.0], [0.0, 0.0, 0.0, 0.0]])  # a zero row is exact
+    rms = math.sqrt((1 + 1 + 0.25) / 4)
+    assert litert._dynamic_step(rows, asymmetric=True) == pytest.approx((2 / 255) / (2 * rms))
+    assert litert._dynamic_step(rows, asymmetric=False) == pytest.approx((1 / 127) / (2 * rms))
+    dense = litert.Product("FULLY_CONNECTED", 0, 1, 2)
+    assert dense.rows(np.zeros((2, 3, 4)), {0: (2, 3, 4)}).shape == (6, 4)  # per dot product
+    conv = litert.Product("CONV_2D", 0, 1, 2)
+    assert conv.rows(np.zeros((2, 5, 5, 3)), {0: (2, 5, 5, 3)}).shape == (2, 75)  # per image
+
+
+def test_a_stored_step_centres_each_channel_on_its_zero_point():
+    litert = pytest.importorskip("fwbench.runtimes.litert")
+    q = np.array([[1, 3], [-2, 2]], np.int8)
+    parameters = {"zero_points": np.array([1, 0]), "quantized_dimension": 0}
+    assert litert._stored_step(q, parameters) == pytest.approx(1 / (2 * math.sqrt(3)))
+    symmetric = {"zero_points": np.array([0, 0]), "quantized_dimension": 1}
+    assert litert._stored_step(q, symmetric) == pytest.approx(1 / (2 * math.sqrt(18 / 4)))
+
+
 # ---- end to end: export job, checks, cell ---------------------------------------------------
 
 
-def quantized_path(workdir: str, framework: str) -> None:
+def quantized_path(workdir: str, framework: str, mode: str) -> None:
     """The int8 export job, the checks' row for it and a timed cell at batch 4, as the
     workflow runs them; done.json holds the manifest's path and the rows."""
     from fwbench.measure import checks
@@ -155,7 +198,7 @@ def quantized_path(workdir: str, framework: str) -> None:
     plan = plan_of(
         {
             "frameworks": [framework],
-            "modes": {framework: ["eager", "onnxrt"]},
+            "modes": {framework: ["eager", mode]},
             "architectures": ["mlp"],
             "dims": {"mlp": MLP},
             "batch_sizes": [4],
@@ -163,7 +206,7 @@ def quantized_path(workdir: str, framework: str) -> None:
             "precision": {"low": ["int8"], "batches": [4]},
         }
     )
-    wildcards = {"system": "local", "framework": framework, "mode": "onnxrt", "arch": "mlp"}
+    wildcards = {"system": "local", "framework": framework, "mode": mode, "arch": "mlp"}
     wildcards |= {"version": plan.version("local", framework), "precision_tag": "-int8"}
     manifest = export_and_run_cell(plan, wildcards, 4, root)
     rows = checks.equivalence_rows(
@@ -173,36 +216,46 @@ def quantized_path(workdir: str, framework: str) -> None:
         seed=0,
         batch=4,
         tolerance=1e-4,
-        modes=["onnxrt"],
+        modes=[mode],
         artifacts=checks.artifacts_by_cell([str(manifest)]),
-        precisions={"mlp": {"onnxrt": [INT8]}},
+        precisions={"mlp": {mode: [INT8]}},
     )
     done = {"manifest": str(manifest), "rows": rows}
     (root / "done.json").write_text(json.dumps(done, default=str))
 
 
+# What each int8 path's manifest and kernel evidence say of its quantization.
+QUANTIZED_BY = {
+    "onnxrt": ("quantize_dynamic", "ONNX Runtime's profile"),
+    "litert": ("dynamic-range quantization", "the .tflite file's matrix products"),
+}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("framework", ["torch", "tensorflow"])
-def test_an_onnxrt_int8_path_quantizes_checks_within_its_bound_and_runs_int8_kernels(
-    tmp_path, framework
+@pytest.mark.parametrize(
+    "framework, mode", [("torch", "onnxrt"), ("tensorflow", "onnxrt"), ("tensorflow", "litert")]
+)
+def test_an_int8_path_quantizes_checks_within_its_bound_and_runs_int8_products(
+    tmp_path, framework, mode
 ):
-    pytest.importorskip("onnxruntime")
-    in_fresh_process("test_quantize", "quantized_path", str(tmp_path), framework)
+    in_fresh_process("test_quantize", "quantized_path", str(tmp_path), framework, mode)
     done = json.loads((tmp_path / "done.json").read_text())
     manifest = read_manifest(done["manifest"])
     assert manifest["status"] == "ok", manifest.get("error_message")
-    assert manifest["precision"] == INT8 and manifest["quantize_s"] > 0
-    assert manifest["details"]["quantization"]["integer_products"]
-    assert "quantize_dynamic" in manifest["how"]
+    how, evidence = QUANTIZED_BY[mode]
+    assert manifest["precision"] == INT8 and how in manifest["how"]
+    if mode == "onnxrt":  # a job step of its own; LiteRT's converter quantizes as it converts
+        assert manifest["quantize_s"] > 0
+        assert manifest["details"]["quantization"]["integer_products"]
     cell = read_cell(tmp_path / "b4.nc")
     assert cell.attrs["status"] == "ok", cell.attrs.get("error_message")
     assert float(cell["low_precision_share"]) > 0.9, cell.attrs["kernel_precision"]
-    assert "ONNX Runtime's profile" in cell.attrs["kernel_precision"]
+    assert evidence in cell.attrs["kernel_precision"]
     (row,) = [row for row in done["rows"] if row["precision"] == INT8]
     assert row["pass"], row  # within the bound its own scales give
     assert "scales" in row["basis"] and row["max_rel_err"] < row["tolerance"] < 0.5
     assert row["max_rel_err"] > 1e-4  # the quantization's error, beyond float32's tolerance
-    print(framework, row["max_rel_err"], row["tolerance"], cell.attrs["kernel_precision"])
+    print(framework, mode, row["max_rel_err"], row["tolerance"], cell.attrs["kernel_precision"])
 
 
 @pytest.mark.slow

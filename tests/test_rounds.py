@@ -229,8 +229,8 @@ def test_the_plan_has_one_rounds_job_per_architecture_rounds_batch_and_set():
     wildcards = {"system": "local", "arch": "mlp", "batch": "32", "set": "2"}
     variants = plan.rounds_variants(wildcards)
     modes = [(fw, m) for fw in plan.frameworks for m in plan.config["modes"][fw]]
-    # every mode in float32, every mode but litert in bfloat16, the 2 onnxrt paths in int8
-    assert len(variants) == 2 * len(modes) - 1 + 2 == len(plan.rounds_cells(wildcards))
+    # every mode in float32, every mode but litert in bfloat16, the 3 export paths in int8
+    assert len(variants) == 2 * len(modes) - 1 + 3 == len(plan.rounds_cells(wildcards))
     requests = [json.loads(v["request"]) for v in variants]
     first = requests[0]
     assert (first["framework"], first["mode"], first["batch"], first["process"]) == (

@@ -2,6 +2,12 @@
 mode (frameworks.tensorflow.export converts the Keras model). The only module that imports
 ai_edge_litert.
 
+An int8 artifact is the converter's dynamic-range quantization (frameworks.tensorflow.export):
+what its products compute in is read from the file itself (each product's operand types, as a
+FLOP share: LiteRT's Python interpreter has no profiler) and its bound's quantization steps
+from its weights and, for the activations the hybrid kernels quantize per call, from a run of
+the builtin kernels that keeps every tensor (products_precision, quantization_steps).
+
 The interpreter gets exactly the cell's threads (`num_threads`; LiteRT's own default is 1:
 never relied on) and its default op resolver, which applies the XNNPACK delegate to the float
 ops it supports. The artifact's batch axis is dynamic: each input's batch is set with
@@ -12,14 +18,16 @@ cuda system's litert cell fails, saying so.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib.metadata import version as distribution_version
 from typing import Any
 
 import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as schema
-from ai_edge_litert.interpreter import Interpreter
+from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
+from fwbench.frameworks.kernel_precision import FLOP, KernelPrecision, of_work
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.trace import Trace
 from fwbench.model.weights import Weights
@@ -69,6 +77,14 @@ class LiteRTRunner(RuntimeRunner):
         self.interpreter.invoke()
         return self.interpreter.get_tensor(self._output)
 
+    def kernel_precision(self, prepared: np.ndarray) -> KernelPrecision:
+        return products_precision(self.artifact, prepared, self.threads, self.precision)
+
+    def quantization_steps(self, prepared: np.ndarray) -> list[float]:
+        """Per rounding to an integer in the model, at this input: half its step over the rms
+        of what it rounded (fwbench.model.precision_bound.quantization_bound)."""
+        return quantization_steps(self.artifact, prepared, self.threads)
+
     def compile_info(self) -> CompileInfo:
         return CompileInfo(
             compiled=True,
@@ -81,6 +97,159 @@ class LiteRTRunner(RuntimeRunner):
                 "artifact": self.artifact,
             },
         )
+
+
+# ---- what a file's products compute in, and the steps of its quantization -----------------
+
+PRODUCTS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D", "BATCH_MATMUL")
+CASTS = ("QUANTIZE", "DEQUANTIZE")
+_OPS = {code: name for name, code in vars(schema.BuiltinOperator).items() if name.isupper()}
+PRODUCTS_METHOD = (
+    "the .tflite file's matrix products typed by their operands (int8 where a weight is "
+    "stored in int8), as a FLOP share at the cell's batch: LiteRT's Python interpreter has no "
+    "profiler, so this is not kernel time, and whether XNNPACK or LiteRT's builtin hybrid "
+    "kernel ran each product is not seen; casts: the file's QUANTIZE and DEQUANTIZE ops"
+)
+
+
+@dataclass(frozen=True)
+class Product:
+    """A matrix product of the file's main graph: its op and tensors (input, weight, output);
+    `asymmetric`: its hybrid kernel quantizes the input by its range, not its largest value;
+    `adjoint`: a BATCH_MATMUL that contracts its input's second-last axis."""
+
+    op: str
+    input: int
+    weight: int
+    output: int
+    asymmetric: bool = False
+    adjoint: bool = False
+
+    def flop(self, shapes: dict[int, tuple[int, ...]]) -> float:
+        """2 × multiply-adds: each output element's dot product over the contracted depth."""
+        weight = shapes[self.weight]
+        depth = {
+            "FULLY_CONNECTED": weight[-1],
+            "CONV_2D": int(np.prod(weight[1:])),
+            "DEPTHWISE_CONV_2D": int(np.prod(weight[1:3])),
+        }.get(self.op) or shapes[self.input][-2 if self.adjoint else -1]
+        return 2.0 * float(np.prod(shapes[self.output])) * depth
+
+    def rows(self, x: np.ndarray, shapes: dict[int, tuple[int, ...]]) -> np.ndarray:
+        """The input as its hybrid kernel quantizes it, one step per row: a row per dot
+        product's operand (its contracted depth), per image for a convolution."""
+        if self.op in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+            return x.reshape(x.shape[0], -1)
+        depth = shapes[self.input][-2 if self.adjoint else -1]
+        return (np.swapaxes(x, -1, -2) if self.adjoint else x).reshape(-1, depth)
+
+
+def products_of(path: str) -> tuple[list[Product], int]:
+    """The matrix products of a .tflite file's main graph, and its count of casts (QUANTIZE,
+    DEQUANTIZE ops), read from the flatbuffer with LiteRT's own schema."""
+    with open(path, "rb") as handle:
+        model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(handle.read(), 0))
+    products, casts = [], 0
+    for operator in model.subgraphs[0].operators:
+        code = model.operatorCodes[operator.opcodeIndex]
+        op = _OPS.get(max(code.builtinCode, code.deprecatedBuiltinCode), "")
+        casts += op in CASTS
+        if op in PRODUCTS:
+            options = operator.builtinOptions
+            products.append(
+                Product(
+                    op,
+                    *(int(i) for i in (operator.inputs[0], operator.inputs[1])),
+                    int(operator.outputs[0]),
+                    bool(getattr(options, "asymmetricQuantizeInputs", False)),
+                    bool(getattr(options, "adjX", False)),
+                )
+            )
+    return products, casts
+
+
+def _builtin_run(path: str, x: np.ndarray, threads: int) -> Interpreter:
+    """The file run once on `x` by LiteRT's builtin kernels, every tensor kept (a delegate's
+    own tensors cannot be read: XNNPACK is left out)."""
+    interpreter = Interpreter(
+        model_path=path,
+        num_threads=threads,
+        experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES,
+        experimental_preserve_all_tensors=True,
+    )
+    (given,) = interpreter.get_input_details()
+    interpreter.resize_tensor_input(given["index"], list(x.shape), strict=True)
+    interpreter.allocate_tensors()
+    interpreter.set_tensor(given["index"], x)
+    interpreter.invoke()
+    return interpreter
+
+
+def _tensors(interpreter: Interpreter) -> dict[int, dict[str, Any]]:
+    return {int(d["index"]): d for d in interpreter.get_tensor_details()}
+
+
+def products_precision(path: str, x: np.ndarray, threads: int, low: str) -> KernelPrecision:
+    """The FLOP of the file's products at `x`'s batch by what each computes in: int8 where
+    an operand is stored in int8, else its input's dtype."""
+    products, casts = products_of(path)
+    tensors = _tensors(_builtin_run(path, x, threads))
+    shapes = {index: tuple(d["shape"]) for index, d in tensors.items()}
+    dtypes = {index: np.dtype(d["dtype"]).name for index, d in tensors.items()}
+    work = [
+        (
+            "int8" if "int8" in (dtypes[p.input], dtypes[p.weight]) else dtypes[p.input],
+            p.flop(shapes),
+        )
+        for p in products
+    ]
+    return of_work(work, low, FLOP, PRODUCTS_METHOD, casts)
+
+
+def quantization_steps(path: str, x: np.ndarray, threads: int) -> list[float]:
+    """For each operand of each product whose weight is stored in int8, at `x`: its largest
+    rounding error relative to its rms, (step/2) / rms(what it rounded) = 1 / (2·rms(q − zero
+    point)). A stored operand's q is read from the file; a float32 input, which the hybrid
+    kernel quantizes per call, is taken from a run of the builtin kernels and divided by the
+    step the kernel takes for each row (Product.rows): its range / 255 where the op quantizes
+    asymmetrically, else its largest magnitude / 127 (the coarser step)."""
+    products, _ = products_of(path)
+    interpreter = _builtin_run(path, x, threads)
+    tensors = _tensors(interpreter)
+    shapes = {index: tuple(d["shape"]) for index, d in tensors.items()}
+    steps = []
+    for product in products:
+        if np.dtype(tensors[product.weight]["dtype"]) != np.int8:
+            continue
+        for index in (product.input, product.weight):
+            value = interpreter.get_tensor(index)
+            if value.dtype == np.int8:
+                steps.append(_stored_step(value, tensors[index]["quantization_parameters"]))
+            else:
+                steps.append(_dynamic_step(product.rows(value, shapes), product.asymmetric))
+    if not steps:
+        raise RuntimeError(f"{path} holds no product with int8 weights to bound")
+    return steps
+
+
+def _stored_step(q: np.ndarray, parameters: dict[str, Any]) -> float:
+    zero = np.asarray(parameters["zero_points"], np.float64)
+    if zero.size > 1:  # one zero point per channel of the quantized dimension
+        axis = int(parameters["quantized_dimension"])
+        zero = zero.reshape([-1 if a == axis else 1 for a in range(q.ndim)])
+    centred = q.astype(np.float64) - (zero if zero.size else 0.0)
+    return 1.0 / (2.0 * float(np.sqrt(np.mean(centred**2))))
+
+
+def _dynamic_step(rows: np.ndarray, asymmetric: bool) -> float:
+    rows = rows.astype(np.float64)
+    if asymmetric:
+        step = (np.maximum(rows.max(1), 0) - np.minimum(rows.min(1), 0)) / 255.0
+    else:
+        step = np.abs(rows).max(1) / 127.0
+    kept = step > 0  # an all-zero row is quantized exactly
+    scaled = rows[kept] / step[kept, None]
+    return 1.0 / (2.0 * float(np.sqrt(np.mean(scaled**2))))
 
 
 def _tensor(name: str, buffer: int) -> schema.TensorT:

@@ -20,8 +20,9 @@ INFO = FrameworkInfo(
     },
     # bfloat16: Keras's bfloat16 dtype policy (weights and activations); LiteRT has no
     # bfloat16 kernels; int8: ONNX Runtime's quantization of the float32 ONNX export
-    # (runtimes.onnxrt.quantize)
+    # (runtimes.onnxrt.quantize), the TFLite converter's dynamic-range quantization
+    # (frameworks.tensorflow.export)
     precisions=dict.fromkeys(("eager", "function", "xla"), (BFLOAT16,))
-    | {"onnxrt": (BFLOAT16, INT8)},
+    | {"litert": (INT8,), "onnxrt": (BFLOAT16, INT8)},
     pre_import_env={"cpu": _ENV | {"CUDA_VISIBLE_DEVICES": ""}, "cuda": _ENV},
 )

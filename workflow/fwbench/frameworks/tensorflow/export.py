@@ -5,20 +5,25 @@ Both start from the same Keras model (frameworks.tensorflow.models) wrapped in a
 with an explicit input signature, its batch axis None (Keras 3 models have no signature of
 their own for the converters to find):
 - litert: the TFLite converter (tf.lite.TFLiteConverter.from_concrete_functions), builtin
-  ops only, no optimizations (float32, no quantization), so a model that needs Flex (TF) ops
-  fails here with the converter's message; LiteRT's interpreter runs it (runtimes.litert).
+  ops only, so a model that needs Flex (TF) ops fails here with the converter's message;
+  LiteRT's interpreter runs it (runtimes.litert). In float32 no optimizations; in int8 the
+  converter's dynamic-range quantization (Optimize.DEFAULT, no representative dataset: the
+  first thing LiteRT's post-training guide has its users try), which stores the products'
+  weights in int8 (per output channel) and leaves activations float32, quantized per call by
+  the hybrid kernels; a weight below the converter's size threshold stays float32.
 - onnxrt: tf2onnx.convert.from_function at ONNX opset OPSET; ONNX Runtime runs it
   (runtimes.onnxrt).
 The model is built in the cell's precision (models.build_model: Keras's dtype policy) and the
-signature takes that dtype. litert runs float32 alone (frameworks.check_precision refuses
-others before anything is built).
+signature takes that dtype; int8 starts from the float32 model. litert runs float32 and int8
+(frameworks.check_precision refuses others before anything is built); onnxrt's int8 is ONNX
+Runtime's quantization of the float32 export (runtimes.onnxrt.quantize), not made here.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from fwbench.frameworks import FLOAT32, check_precision
+from fwbench.frameworks import FLOAT32, INT8, check_precision
 from fwbench.frameworks.protocols import Exported
 from fwbench.frameworks.tensorflow.models import DTYPES, build_model, tf, to_layout
 from fwbench.model.specs import ArchSpec
@@ -44,18 +49,28 @@ def _function(spec: ArchSpec, weights: Weights, precision: str) -> tuple[Any, tf
     return forward, signature
 
 
+LITERT_OPTIMIZATIONS = {
+    FLOAT32: "none (float32)",
+    INT8: "Optimize.DEFAULT without a representative dataset: dynamic-range quantization "
+    "(int8 weights per output channel, float32 activations quantized per call by the hybrid "
+    "kernels; done while converting, so export_s includes it)",
+}
+
+
 def _litert(spec: ArchSpec, weights: Weights, path: str, precision: str) -> dict[str, Any]:
-    forward, signature = _function(spec, weights, precision)
+    forward, signature = _function(spec, weights, FLOAT32 if precision == INT8 else precision)
     converter = tf.lite.TFLiteConverter.from_concrete_functions(
         [forward.get_concrete_function()], forward
     )
     converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS]
+    if precision == INT8:
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
     with open(path, "wb") as handle:
         handle.write(converter.convert())
     return {
         "converter": "tf.lite.TFLiteConverter.from_concrete_functions",
         "supported_ops": "TFLITE_BUILTINS (no Flex ops)",
-        "optimizations": "none (float32)",
+        "optimizations": LITERT_OPTIMIZATIONS[precision],
         "input_signature": str(signature.shape),
     }
 
@@ -93,7 +108,8 @@ def export(
         details = (_litert if mode == "litert" else _onnxrt)(spec, weights, path, precision)
     return Exported(
         file=path,
-        how=f"{details['converter']}(tf.function(Keras model), batch None)",
+        how=f"{details['converter']}(tf.function(Keras model), batch None)"
+        + (", dynamic-range quantization (Optimize.DEFAULT)" if precision == INT8 else ""),
         details=details
         | {"tensorflow": tf.__version__, "dynamic": "batch (dim 0)", "precision": precision},
     )

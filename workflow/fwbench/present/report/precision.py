@@ -30,9 +30,11 @@ HOW = {
     BFLOAT16: "the model cast the way each framework's users cast it (torch: the module and "
     "input to `torch.bfloat16`; jax: bf16 parameters and input; tensorflow: Keras's "
     "`bfloat16` dtype policy; ONNX Runtime: the bf16 model its framework exported)",
-    INT8: "the framework's float32 ONNX export quantized by ONNX Runtime's `quantize_dynamic` "
-    "in the export job (int8 weights, each call's activations in uint8 by that call's range, "
-    "products in int32; operators it cannot quantize stay float32, as the kernel shares show)",
+    INT8: "the float32 model quantized in the export job, by ONNX Runtime's `quantize_dynamic` "
+    "for the onnxrt paths (int8 weights, each call's activations in uint8 by that call's range, "
+    "products in int32) and by the TFLite converter's dynamic-range quantization for litert "
+    "(int8 weights per output channel, activations quantized per call by its hybrid kernels); "
+    "operators they leave in float32 show in the kernel shares",
 }
 INTRO = (
     "Each mode that runs {precision} has a cell of its own beside float32's (config "
