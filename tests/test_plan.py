@@ -49,7 +49,11 @@ def test_the_default_sweep_has_310_cells_and_60_artifacts():
     # 5 export modes × 5 architectures in float32, 4 in bfloat16 (all but litert), 3 in int8
     assert len(plan.exports) == 25 + 20 + 15
     int8 = {(c["framework"], c["mode"], c["batch"]) for c in plan.cells if c["precision"] == "int8"}
-    assert int8 == {("torch", "onnxrt", 32), ("tensorflow", "onnxrt", 32)}
+    assert int8 == {
+        ("torch", "onnxrt", 32),
+        ("tensorflow", "onnxrt", 32),
+        ("tensorflow", "litert", 32),
+    }
 
 
 def test_a_bf16_cell_has_its_own_path_request_and_artifact_and_float32_keeps_its_own():
