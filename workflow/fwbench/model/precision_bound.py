@@ -35,6 +35,9 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from fwbench.model.specs import ArchSpec, CNNSpec, MLPSpec, RecurrentSpec, TransformerSpec
 from fwbench.precisions import BFLOAT16
@@ -96,6 +99,13 @@ def _lam(outputs: int) -> float:
     if outputs < 1:
         raise ValueError(f"outputs must be positive, got {outputs!r}")
     return math.sqrt(2 * math.log(2 * outputs / FAILURE_PROBABILITY))
+
+
+def rounding_step(centred: Any) -> float:
+    """c of one rounding to integers: half a step over the rms of what was rounded, in steps
+    (`centred`: the operand divided by its step, less its zero point) = 1 / (2·rms)."""
+    values = np.asarray(centred, np.float64)
+    return 1.0 / (2.0 * float(np.sqrt(np.mean(values**2))))
 
 
 def quantization_bound(steps: Sequence[float], outputs: int) -> Bound:

@@ -30,6 +30,7 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from fwbench.frameworks.kernel_precision import FLOP, KernelPrecision, of_work
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.trace import Trace
+from fwbench.model.precision_bound import rounding_step
 from fwbench.model.weights import Weights
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
 
@@ -238,7 +239,7 @@ def _stored_step(q: np.ndarray, parameters: dict[str, Any]) -> float:
         axis = int(parameters["quantized_dimension"])
         zero = zero.reshape([-1 if a == axis else 1 for a in range(q.ndim)])
     centred = q.astype(np.float64) - (zero if zero.size else 0.0)
-    return 1.0 / (2.0 * float(np.sqrt(np.mean(centred**2))))
+    return rounding_step(centred)
 
 
 def _dynamic_step(rows: np.ndarray, asymmetric: bool) -> float:
@@ -249,7 +250,7 @@ def _dynamic_step(rows: np.ndarray, asymmetric: bool) -> float:
         step = np.abs(rows).max(1) / 127.0
     kept = step > 0  # an all-zero row is quantized exactly
     scaled = rows[kept] / step[kept, None]
-    return 1.0 / (2.0 * float(np.sqrt(np.mean(scaled**2))))
+    return rounding_step(scaled)
 
 
 def _tensor(name: str, buffer: int) -> schema.TensorT:

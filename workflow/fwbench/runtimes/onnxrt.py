@@ -58,6 +58,7 @@ from fwbench.frameworks.kernel_precision import (
 )
 from fwbench.frameworks.protocols import CompileInfo, Exported, NullCall
 from fwbench.frameworks.trace import Trace, nested
+from fwbench.model.precision_bound import rounding_step
 from fwbench.model.weights import Weights
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
 
@@ -424,7 +425,7 @@ def quantization_steps(model_path: str, feed: dict[str, Any], threads: int) -> l
         zp = np.asarray(values[zero], np.float64) if zero else np.zeros(())
         if zp.ndim and axis is not None:  # one zero point per output channel
             zp = zp.reshape([-1 if a == axis % q.ndim else 1 for a in range(q.ndim)])
-        steps.append(1.0 / (2.0 * float(np.sqrt(np.mean((q - zp) ** 2)))))
+        steps.append(rounding_step(q - zp))
     return steps
 
 
