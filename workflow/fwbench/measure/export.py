@@ -3,9 +3,11 @@ artifact beside its manifest (fwbench.io.artifact_file) — or the manifest of t
 
 Like a cell it is a timing job: it holds the host's timing lock, runs on the system's threads
 and cores, and its compile caches start empty (measure.compile_cache.cold_dirs), so export_s
-is a first export's. A quantized precision's artifact (fwbench.precisions.QUANTIZED) is the
-runtime's quantization of the framework's float32 export, made in the same job: export_s is
-the float32 export's, quantize_s the quantization's, and the manifest holds its settings.
+is a first export's. A quantized precision's artifact (fwbench.precisions.QUANTIZED) is made
+in the same job: where the runtime quantizes files (ONNX Runtime, frameworks.quantizer), from
+the framework's float32 export, export_s the export's and quantize_s the quantization's; where
+the converter quantizes while converting (LiteRT), within export_s. The manifest holds the
+settings.
 The artifact is written in the job's scratch directory and moved beside
 the manifest whole, so a killed job leaves no partial artifact.
 """

@@ -50,8 +50,9 @@ MAX_POOL_FLOPS_PER_INPUT = 1
 
 DTYPE_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 # Precisions whose weights and activations differ in width: (weight bytes, activation bytes).
-# int8 is dynamic quantization (fwbench.runtimes.onnxrt.quantize): int8 weights, float32
-# activations, input and output (each call's uint8 copy of a product's input is not counted).
+# int8 is dynamic quantization (ONNX Runtime's quantize_dynamic, the TFLite converter's dynamic
+# range): int8 weights, float32 activations, input and output (each call's 8-bit copy of a
+# product's input is not counted).
 MIXED_WIDTHS = {"int8": (1, 4)}
 
 COUNTING_CONVENTIONS = (
