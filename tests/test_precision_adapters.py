@@ -22,11 +22,12 @@ import numpy as np
 import pytest
 
 from fwbench import frameworks
-from fwbench.frameworks import BFLOAT16, FLOAT32, INT8, PRECISIONS, kernel_precision
+from fwbench.frameworks import BFLOAT16, FLOAT32, INT8, INT8_STATIC, PRECISIONS, kernel_precision
 from fwbench.frameworks.kernel_precision import FLOP, KERNEL_TIME
 from fwbench.model import reference
 from fwbench.model.specs import build_spec
 from fwbench.model.weights import make_input, make_weights
+from fwbench.precisions import QUANTIZED
 
 from adapter_cases import BATCH, SMALL_DIMS, TOLERANCE, adapter, mode_adapter, small_run
 
@@ -126,13 +127,15 @@ def _weight_dtypes(framework: str, runner: Any) -> set[str]:
 
 
 def test_each_mode_runs_float32_and_the_precisions_its_framework_names_for_it():
-    assert PRECISIONS == (FLOAT32, BFLOAT16, INT8) == ("float32", "bfloat16", "int8")
+    assert PRECISIONS == (FLOAT32, BFLOAT16, INT8, INT8_STATIC)
+    assert PRECISIONS == ("float32", "bfloat16", "int8", "int8_static")
     for framework, modes in frameworks.MODES.items():
         for mode in modes:
             expected = ("float32", "bfloat16") if mode in BF16_MODES[framework] else ("float32",)
-            floats = tuple(p for p in frameworks.mode_precisions(framework, mode) if p != INT8)
+            precisions = frameworks.mode_precisions(framework, mode)
+            floats = tuple(p for p in precisions if p not in QUANTIZED)
             assert floats == expected, (framework, mode)
-    assert frameworks.mode_precisions("tensorflow", "litert") == ("float32", "int8")
+    assert frameworks.mode_precisions("tensorflow", "litert") == ("float32", "int8", "int8_static")
     assert frameworks.mode_precisions("torch", "compiled_max_autotune") == ("float32", "bfloat16")
 
 

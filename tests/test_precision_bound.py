@@ -9,7 +9,12 @@ import numpy as np
 import pytest
 
 from fwbench.model import reference
-from fwbench.model.precision_bound import FAILURE_PROBABILITY, error_bound, roundings
+from fwbench.model.precision_bound import (
+    FAILURE_PROBABILITY,
+    error_bound,
+    rounding_step,
+    roundings,
+)
 from fwbench.model.specs import build_spec
 from fwbench.model.weights import make_input, make_weights
 
@@ -73,3 +78,9 @@ def test_a_precision_without_a_unit_roundoff_is_refused_naming_it():
         error_bound(spec, "float16", outputs=10)
     with pytest.raises(ValueError, match="outputs must be positive"):
         error_bound(spec, "bfloat16", outputs=0)
+
+
+def test_a_rounding_steps_c_is_half_a_step_over_the_rms_and_zero_where_nothing_rounds():
+    assert rounding_step(np.array([3.0, -4.0])) == pytest.approx(1 / (2 * math.sqrt(12.5)))
+    # an all-zero tensor (a recurrence's initial state) sits on its zero point: exact
+    assert rounding_step(np.zeros((2, 3))) == 0.0

@@ -1,9 +1,11 @@
-"""int8 in the deployment runtimes as a precision of its own: ONNX Runtime's dynamic quantization
-of a framework's float32 export (fwbench.runtimes.onnxrt.quantize) and the TFLite converter's
-dynamic-range quantization (frameworks.tensorflow.export), planned for those paths alone, made
-in the export job, held against a bound read from the artifact's own scales
-(fwbench.model.precision_bound.quantization_bound), its integer products seen in ORT's profile
-or LiteRT's file, its bytes at mixed widths, its roof the int8 GEMM peak."""
+"""int8 in the deployment runtimes as precisions of their own: ONNX Runtime's dynamic (int8) and
+static QDQ (int8_static) quantization of a framework's float32 export
+(fwbench.runtimes.onnxrt.quantize) and the TFLite converter's dynamic-range and full-integer
+quantization (frameworks.tensorflow.export), planned for those paths alone, made in the export
+job (a static one calibrated on a seeded set of its own), held against a bound read from the
+artifact's own scales (fwbench.model.precision_bound.quantization_bound), its integer products
+seen in ORT's profile or LiteRT's file, its bytes at mixed widths, its roof the int8 GEMM
+peak."""
 
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from fwbench.model import cost as cost_model
 from fwbench.model.precision_bound import FAILURE_PROBABILITY, quantization_bound
 from fwbench.model.specs import build_spec
 from fwbench.plan import paths
-from fwbench.precisions import FLOAT32, INT8
+from fwbench.precisions import FLOAT32, INT8, INT8_STATIC
 
 from conftest import in_fresh_process
 from plans import export_and_run_cell, plan_of
@@ -150,6 +152,94 @@ def test_the_steps_of_a_quantized_matmul_are_those_its_value_ranges_imply(tmp_pa
     assert activation == pytest.approx(math.sqrt(3) / 510, rel=0.02)
 
 
+def test_a_static_quantization_fixes_the_activations_scale_from_its_calibration_set(tmp_path):
+    """Calibrated on inputs uniform on [0, 1), the activation's uint8 scale is their range
+    over 255 (zero point 0): an input from the same range keeps the step √3/510 of the
+    dynamic case, and one twice as large is clipped at the calibrated range, not rescaled."""
+    onnxrt = pytest.importorskip("fwbench.runtimes.onnxrt")
+    from fwbench.frameworks.protocols import Exported
+
+    rng = np.random.default_rng(0)
+    source = tmp_path / "float.onnx"
+    source.write_bytes(_matmul_model(rng.uniform(-1, 1, (256, 256))))
+    calibration = [rng.uniform(0, 1, (16, 256)).astype(np.float32) for _ in range(4)]
+    quantized = onnxrt.quantize(
+        Exported(str(source), "test"), INT8_STATIC, str(tmp_path / "m"), calibration
+    )
+    settings = quantized.details["quantization"]
+    assert settings["method"].endswith("quantize_static") and settings["quant_format"] == "QDQ"
+    assert settings["integer_products"] == ["MatMul"] and settings["float_products_left"] == []
+    x = rng.uniform(0, 1, (64, 256)).astype(np.float32)
+    # In the graph's order: the weight, the input, and the product's output, which QDQ rounds
+    # to uint8 too (the next op's input in a deeper model).
+    weight, activation, output = onnxrt.quantization_steps(quantized.file, {"x": x}, threads=1)
+    assert weight == pytest.approx(math.sqrt(3) / 254, rel=0.02)
+    assert activation == pytest.approx(math.sqrt(3) / 510, rel=0.02)
+    assert 0 < output < 0.1
+    _, wide, _ = onnxrt.quantization_steps(quantized.file, {"x": 2 * x}, threads=1)
+    # A scale fixed beforehand: half of q saturates at 255 (rms 255·√(2/3)), not rescaled.
+    assert wide == pytest.approx(1 / (2 * 255 * math.sqrt(2 / 3)), rel=0.03)
+    with pytest.raises(ValueError, match="calibration set"):
+        onnxrt.quantize(Exported(str(source), "test"), INT8_STATIC, str(tmp_path / "n"))
+
+
+def test_a_qdq_models_roundings_leave_out_the_requantization_after_a_data_move():
+    """Q(x) -> DQ -> Transpose -> Q at the same scale rounds nothing new: counted once; at
+    another scale it rounds again; a weight's DequantizeLinear of a constant is a rounding."""
+    onnxrt = pytest.importorskip("fwbench.runtimes.onnxrt")
+    from onnx import helper
+
+    def model(second_scale: str) -> list:
+        return [
+            helper.make_node("QuantizeLinear", ["x", "s", "z"], ["xq"]),
+            helper.make_node("DequantizeLinear", ["xq", "s", "z"], ["xd"]),
+            helper.make_node("Transpose", ["xd"], ["xt"]),
+            helper.make_node("QuantizeLinear", ["xt", second_scale, "z"], ["tq"]),
+            helper.make_node("DequantizeLinear", ["tq", second_scale, "z"], ["td"]),
+            helper.make_node("DequantizeLinear", ["wq", "s", "z"], ["wd"]),
+            helper.make_node("MatMul", ["td", "wd"], ["y"]),
+        ]
+
+    constants = {
+        "s": np.float32(0.1),
+        "same": np.float32(0.1),
+        "other": np.float32(0.2),
+        "z": np.uint8(0),
+        "wq": np.ones((2, 2), np.int8),
+    }
+    same = onnxrt._roundings(model("same"), constants)
+    assert [value for value, _, _ in same] == ["xq", "wq"]
+    other = onnxrt._roundings(model("other"), constants)
+    assert [value for value, _, _ in other] == ["xq", "tq", "wq"]
+
+
+def test_a_static_quantizations_calibration_set_is_seeded_and_never_the_check_input():
+    from fwbench.model.weights import make_calibration, make_input
+
+    spec = build_spec("cnn", {})
+    first, again = make_calibration(spec, 0), make_calibration(spec, 0)
+    assert len(first) > 1 and all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
+    assert first[0].shape == spec.input_shape(first[0].shape[0])
+    check = make_input(spec, first[0].shape[0], 0)
+    assert not any(np.array_equal(batch, check) for batch in first)
+    assert not np.array_equal(make_calibration(spec, 1)[0], first[0])
+
+
+def test_both_int8_precisions_compute_in_int8_on_paths_of_their_own():
+    from fwbench.precisions import arithmetic_of
+
+    assert arithmetic_of(INT8) == arithmetic_of(INT8_STATIC) == "int8"
+    assert paths.precision_tag(INT8_STATIC) == "-int8-static"
+    assert paths.precision_of_tag("-int8-static") == INT8_STATIC
+    limits = HardwareLimits(1e11, 1e10, "test", int8_peak_ops_per_s=4e11)
+    assert limits.peak_of(INT8_STATIC) == limits.peak_of(INT8) == 4e11
+    spec = build_spec("mlp", MLP)
+    static, dynamic = cost_model.cost(spec, 8, INT8_STATIC), cost_model.cost(spec, 8, INT8)
+    assert static.weight_bytes == dynamic.weight_bytes and static.bytes < dynamic.bytes
+    with pytest.raises(ValueError, match="int8_dynamic"):
+        arithmetic_of("int8_dynamic")
+
+
 # ---- LiteRT's products and steps, read from the file --------------------------------------
 
 
@@ -189,8 +279,8 @@ def test_a_stored_step_centres_each_channel_on_its_zero_point():
 # ---- end to end: export job, checks, cell ---------------------------------------------------
 
 
-def quantized_path(workdir: str, framework: str, mode: str) -> None:
-    """The int8 export job, the checks' row for it and a timed cell at batch 4, as the
+def quantized_path(workdir: str, framework: str, mode: str, precision: str) -> None:
+    """The quantized export job, the checks' row for it and a timed cell at batch 4, as the
     workflow runs them; done.json holds the manifest's path and the rows."""
     from fwbench.measure import checks
 
@@ -203,11 +293,12 @@ def quantized_path(workdir: str, framework: str, mode: str) -> None:
             "dims": {"mlp": MLP},
             "batch_sizes": [4],
             "bench": {"warmup": 1, "repeats": 3, "min_sample_s": 0.0, "processes": 1},
-            "precision": {"low": ["int8"], "batches": [4]},
+            "precision": {"low": [precision], "batches": [4]},
         }
     )
     wildcards = {"system": "local", "framework": framework, "mode": mode, "arch": "mlp"}
-    wildcards |= {"version": plan.version("local", framework), "precision_tag": "-int8"}
+    tag = paths.precision_tag(precision)
+    wildcards |= {"version": plan.version("local", framework), "precision_tag": tag}
     manifest = export_and_run_cell(plan, wildcards, 4, root)
     rows = checks.equivalence_rows(
         framework=framework,
@@ -218,40 +309,52 @@ def quantized_path(workdir: str, framework: str, mode: str) -> None:
         tolerance=1e-4,
         modes=[mode],
         artifacts=checks.artifacts_by_cell([str(manifest)]),
-        precisions={"mlp": {mode: [INT8]}},
+        precisions={"mlp": {mode: [precision]}},
     )
     done = {"manifest": str(manifest), "rows": rows}
     (root / "done.json").write_text(json.dumps(done, default=str))
 
 
-# What each int8 path's manifest and kernel evidence say of its quantization.
+# What each quantized path's manifest and kernel evidence say of its quantization.
 QUANTIZED_BY = {
-    "onnxrt": ("quantize_dynamic", "ONNX Runtime's profile"),
-    "litert": ("dynamic-range quantization", "the .tflite file's matrix products"),
+    ("onnxrt", INT8): ("quantize_dynamic", "ONNX Runtime's profile"),
+    ("onnxrt", INT8_STATIC): ("quantize_static", "ONNX Runtime's profile"),
+    ("litert", INT8): ("dynamic-range quantization", "the .tflite file's matrix products"),
+    ("litert", INT8_STATIC): ("full-integer quantization", "the .tflite file's matrix products"),
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
-    "framework, mode", [("torch", "onnxrt"), ("tensorflow", "onnxrt"), ("tensorflow", "litert")]
+    "framework, mode, precision",
+    [
+        ("torch", "onnxrt", INT8),
+        ("tensorflow", "onnxrt", INT8),
+        ("tensorflow", "litert", INT8),
+        ("torch", "onnxrt", INT8_STATIC),
+        ("tensorflow", "litert", INT8_STATIC),
+    ],
 )
-def test_an_int8_path_quantizes_checks_within_its_bound_and_runs_int8_products(
-    tmp_path, framework, mode
+def test_a_quantized_path_checks_within_its_bound_and_runs_int8_products(
+    tmp_path, framework, mode, precision
 ):
-    in_fresh_process("test_quantize", "quantized_path", str(tmp_path), framework, mode)
+    args = (str(tmp_path), framework, mode, precision)
+    in_fresh_process("test_quantize", "quantized_path", *args)
     done = json.loads((tmp_path / "done.json").read_text())
     manifest = read_manifest(done["manifest"])
     assert manifest["status"] == "ok", manifest.get("error_message")
-    how, evidence = QUANTIZED_BY[mode]
-    assert manifest["precision"] == INT8 and how in manifest["how"]
+    how, evidence = QUANTIZED_BY[mode, precision]
+    assert manifest["precision"] == precision and how in manifest["how"]
     if mode == "onnxrt":  # a job step of its own; LiteRT's converter quantizes as it converts
         assert manifest["quantize_s"] > 0
         assert manifest["details"]["quantization"]["integer_products"]
+    if precision == INT8_STATIC:  # calibrated on the seeded set, never the check's input
+        assert manifest["calibration"]["seed"] == 0 and manifest["calibration"]["batches"] > 0
     cell = read_cell(tmp_path / "b4.nc")
     assert cell.attrs["status"] == "ok", cell.attrs.get("error_message")
     assert float(cell["low_precision_share"]) > 0.9, cell.attrs["kernel_precision"]
     assert evidence in cell.attrs["kernel_precision"]
-    (row,) = [row for row in done["rows"] if row["precision"] == INT8]
+    (row,) = [row for row in done["rows"] if row["precision"] == precision]
     assert row["pass"], row  # within the bound its own scales give
     assert "scales" in row["basis"] and row["max_rel_err"] < row["tolerance"] < 0.5
     assert row["max_rel_err"] > 1e-4  # the quantization's error, beyond float32's tolerance

@@ -8,9 +8,23 @@ the order tables and coordinates show them.
 FLOAT32 = "float32"
 BFLOAT16 = "bfloat16"
 INT8 = "int8"
-PRECISIONS = (FLOAT32, BFLOAT16, INT8)
+INT8_STATIC = "int8_static"
+PRECISIONS = (FLOAT32, BFLOAT16, INT8, INT8_STATIC)
 # The precisions a deployment runtime makes by quantizing the framework's float32 export (its
-# `quantize`, fwbench.runtimes): weights and activations rounded to 8-bit integers by scales,
-# integer products accumulated in int32. Their error bound comes from those scales
-# (fwbench.model.precision_bound.quantization_bound), not from a unit roundoff.
-QUANTIZED = (INT8,)
+# `quantize`, fwbench.runtimes, or its converter): weights and activations rounded to 8-bit
+# integers by scales, integer products accumulated in int32. Their error bound comes from those
+# scales (fwbench.model.precision_bound.quantization_bound), not from a unit roundoff.
+# int8: dynamic quantization, each call's activations rounded by a scale taken from that call's
+# range; int8_static: static quantization, every activation's scale fixed beforehand from a
+# seeded calibration set (fwbench.model.weights.make_calibration), never the check's input.
+QUANTIZED = (INT8, INT8_STATIC)
+# What each precision's products compute in: the dtype its roof (the hardware stage's GEMM
+# peak), its kernel-precision share and its cost model's widths are named by.
+ARITHMETIC = {FLOAT32: FLOAT32, BFLOAT16: BFLOAT16, INT8: INT8, INT8_STATIC: INT8}
+
+
+def arithmetic_of(precision: str) -> str:
+    """The dtype `precision`'s products compute in; raises naming an unknown precision."""
+    if precision not in ARITHMETIC:
+        raise ValueError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
+    return ARITHMETIC[precision]

@@ -42,7 +42,7 @@ from fwbench.io.hardware_file import (
     stream_path,
 )
 from fwbench.io.variables import V
-from fwbench.precisions import INT8
+from fwbench.precisions import ARITHMETIC, INT8
 
 ROOF_DTYPE = "float32"  # the models run in float32
 DRAM = "DRAM"
@@ -88,7 +88,7 @@ class HardwareLimits:
             BFLOAT16: self.bf16_peak_flops_per_s,
             INT8: self.int8_peak_ops_per_s,
         }
-        return peaks.get(precision, math.nan)
+        return peaks.get(ARITHMETIC.get(precision, precision), math.nan)
 
     @property
     def ridge_flop_per_byte(self) -> float:

@@ -19,6 +19,7 @@ from types import ModuleType
 from fwbench.frameworks.info import BFLOAT16 as BFLOAT16  # the precisions, re-exported
 from fwbench.frameworks.info import FLOAT32, FrameworkInfo
 from fwbench.frameworks.info import INT8 as INT8
+from fwbench.frameworks.info import INT8_STATIC as INT8_STATIC
 from fwbench.frameworks.info import PRECISIONS as PRECISIONS
 from fwbench.frameworks.jax import INFO as JAX
 from fwbench.frameworks.tensorflow import INFO as TENSORFLOW

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from fwbench.precisions import BFLOAT16 as BFLOAT16
 from fwbench.precisions import FLOAT32 as FLOAT32
 from fwbench.precisions import INT8 as INT8
+from fwbench.precisions import INT8_STATIC as INT8_STATIC
 from fwbench.precisions import PRECISIONS as PRECISIONS
 
 

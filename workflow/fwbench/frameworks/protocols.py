@@ -170,10 +170,14 @@ class ExportAdapter(Protocol):
         device: str,
         stem: str,
         precision: str = FLOAT32,
+        calibration: list[np.ndarray] | None = None,
     ) -> Exported:
         """Export the model for `mode` on `device` to `stem` + the format's suffix, made from
         the model in `precision` (frameworks.mode_precisions; another raises naming it): the
-        artifact takes and computes in that dtype. `details` records the precision."""
+        artifact takes and computes in that dtype. `details` records the precision.
+        `calibration`: a static quantization's calibration batches (model.weights.
+        make_calibration, neutral layout), given where the mode's converter quantizes
+        statically (LiteRT's full-integer int8_static); no other exporter reads it."""
 
 
 # ---- training ------------------------------------------------------------------------------

@@ -6,8 +6,9 @@ and cores, and its compile caches start empty (measure.compile_cache.cold_dirs),
 is a first export's. A quantized precision's artifact (fwbench.precisions.QUANTIZED) is made
 in the same job: where the runtime quantizes files (ONNX Runtime, frameworks.quantizer), from
 the framework's float32 export, export_s the export's and quantize_s the quantization's; where
-the converter quantizes while converting (LiteRT), within export_s. The manifest holds the
-settings.
+the converter quantizes while converting (LiteRT), within export_s. A static quantization
+(int8_static) is calibrated on model.weights.make_calibration's seeded set, handed to whichever
+quantizes. The manifest holds the settings and the calibration set's.
 The artifact is written in the job's scratch directory and moved beside
 the manifest whole, so a killed job leaves no partial artifact.
 """
@@ -30,13 +31,13 @@ from fwbench.io.dims import STATUS_OK
 from fwbench.measure import compile_cache
 from fwbench.measure.job import Watchdog, failure_attrs
 from fwbench.plan.request import ExportRequest
-from fwbench.precisions import FLOAT32
+from fwbench.precisions import FLOAT32, INT8_STATIC
 
 
 def _export(request: ExportRequest, output: Path, scratch: str) -> dict[str, Any]:
     """The artifact, exported and moved beside `output`; what the manifest says of it."""
     from fwbench.model.specs import build_spec
-    from fwbench.model.weights import make_weights
+    from fwbench.model.weights import calibration_settings, make_calibration, make_weights
 
     spec = build_spec(request.arch, request.dims)
     start = time.perf_counter()
@@ -46,6 +47,8 @@ def _export(request: ExportRequest, output: Path, scratch: str) -> dict[str, Any
     weights = make_weights(spec, request.seed)
     built = time.perf_counter()
     quantizer = frameworks.quantizer(request.framework, request.mode, request.precision)
+    calibrated = request.precision == INT8_STATIC
+    calibration = {"calibration": make_calibration(spec, request.seed)} if calibrated else {}
     path = os.path.join(scratch, request.arch)
     exported = exporter.export(
         spec,
@@ -54,12 +57,15 @@ def _export(request: ExportRequest, output: Path, scratch: str) -> dict[str, Any
         request.device,
         path,
         precision=FLOAT32 if quantizer else request.precision,
+        **({} if quantizer else calibration),
     )
     done = time.perf_counter()
     quantized = {}
     if quantizer is not None:  # the runtime quantizes the float32 export, timed on its own
-        exported = quantizer.quantize(exported, request.precision, path)
+        exported = quantizer.quantize(exported, request.precision, path, **calibration)
         quantized = {"quantize_s": time.perf_counter() - done}
+    if calibrated:
+        quantized["calibration"] = calibration_settings(request.seed)
     # Named as its manifest (`<arch><precision tag>`), so each precision's artifact is its own.
     target = output.with_name(output.stem + "".join(Path(exported.file).suffixes))
     with atomic_path(target) as partial:

@@ -52,8 +52,10 @@ DTYPE_BYTES = {"float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
 # Precisions whose weights and activations differ in width: (weight bytes, activation bytes).
 # int8 is dynamic quantization (ONNX Runtime's quantize_dynamic, the TFLite converter's dynamic
 # range): int8 weights, float32 activations, input and output (each call's 8-bit copy of a
-# product's input is not counted).
-MIXED_WIDTHS = {"int8": (1, 4)}
+# product's input is not counted). int8_static (QDQ, LiteRT's full integer) keeps activations
+# in int8 between products: counted at 1 byte, its float32 input and output and the ops left
+# in float (a transformer's softmax and layer norm) included, so its bytes are a lower bound.
+MIXED_WIDTHS = {"int8": (1, 4), "int8_static": (1, 1)}
 
 COUNTING_CONVENTIONS = (
     "FLOPs: 2 per multiply-add (matmul, convolution incl. padding, attention QK^T and PV); "

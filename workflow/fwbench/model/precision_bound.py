@@ -105,7 +105,8 @@ def rounding_step(centred: Any) -> float:
     """c of one rounding to integers: half a step over the rms of what was rounded, in steps
     (`centred`: the operand divided by its step, less its zero point) = 1 / (2·rms)."""
     values = np.asarray(centred, np.float64)
-    return 1.0 / (2.0 * float(np.sqrt(np.mean(values**2))))
+    rms = float(np.sqrt(np.mean(values**2)))
+    return 1.0 / (2.0 * rms) if rms > 0 else 0.0  # all at the zero point: rounded exactly
 
 
 def quantization_bound(steps: Sequence[float], outputs: int) -> Bound:

@@ -16,7 +16,7 @@ from typing import Any
 
 from fwbench.io.dims import BFLOAT16, FLOAT32
 from fwbench.io.hardware_file import PEAK_FILE
-from fwbench.precisions import INT8
+from fwbench.precisions import INT8, INT8_STATIC
 
 HARDWARE = "results/hardware/{system}.json"
 # A dtype's GEMM peak measured by a job of its own (io.hardware_file.OWN_JOB_DTYPES), where the
@@ -45,7 +45,7 @@ STAGES_BEFORE_SYSTEMS = ("cells", "train", "checks")
 
 
 # Each precision's tag in paths: float32 has none (its paths predate the dimension).
-PRECISION_TAGS = {FLOAT32: "", BFLOAT16: "-bf16", INT8: "-int8"}
+PRECISION_TAGS = {FLOAT32: "", BFLOAT16: "-bf16", INT8: "-int8", INT8_STATIC: "-int8-static"}
 
 
 def precision_tag(precision: str) -> str:

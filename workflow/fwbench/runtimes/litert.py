@@ -32,6 +32,7 @@ from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.trace import Trace
 from fwbench.model.precision_bound import rounding_step
 from fwbench.model.weights import Weights
+from fwbench.precisions import arithmetic_of
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
 
 VERSION = distribution_version("ai-edge-litert")
@@ -79,7 +80,8 @@ class LiteRTRunner(RuntimeRunner):
         return self.interpreter.get_tensor(self._output)
 
     def kernel_precision(self, prepared: np.ndarray) -> KernelPrecision:
-        return products_precision(self.artifact, prepared, self.threads, self.precision)
+        low = arithmetic_of(self.precision)
+        return products_precision(self.artifact, prepared, self.threads, low)
 
     def quantization_steps(self, prepared: np.ndarray) -> list[float]:
         """Per rounding to an integer in the model, at this input: half its step over the rms
@@ -108,8 +110,8 @@ _OPS = {code: name for name, code in vars(schema.BuiltinOperator).items() if nam
 PRODUCTS_METHOD = (
     "the .tflite file's matrix products typed by their operands (int8 where a weight is "
     "stored in int8), as a FLOP share at the cell's batch: LiteRT's Python interpreter has no "
-    "profiler, so this is not kernel time, and whether XNNPACK or LiteRT's builtin hybrid "
-    "kernel ran each product is not seen; casts: the file's QUANTIZE and DEQUANTIZE ops"
+    "profiler, so this is not kernel time, and whether XNNPACK or a LiteRT builtin kernel ran "
+    "each product is not seen; casts: the file's QUANTIZE and DEQUANTIZE ops"
 )
 
 

@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from fwbench.frameworks import BFLOAT16, INT8
+from fwbench.frameworks import BFLOAT16, INT8, INT8_STATIC
 from fwbench.frameworks.base import check_device
 from fwbench.frameworks.kernel_precision import (
     KERNEL_PRECISION_CALLS,
@@ -60,7 +60,9 @@ from fwbench.frameworks.protocols import CompileInfo, Exported, NullCall
 from fwbench.frameworks.trace import Trace, nested
 from fwbench.model.precision_bound import rounding_step
 from fwbench.model.weights import Weights
+from fwbench.precisions import arithmetic_of
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
+from fwbench.runtimes.layout import permutation
 
 PROVIDERS = {"cpu": "CPUExecutionProvider", "cuda": "CUDAExecutionProvider"}
 # Per device, the provider's options: float32 means float32 on the CUDA provider too (its
@@ -215,7 +217,8 @@ class OrtRunner(RuntimeRunner):
                     self.session.run(self._outputs, prepared)
             finally:
                 events = self.session.profile_off()
-        return kernel_precision_of(events, self.precision, KERNEL_PRECISION_CALLS)
+        low = arithmetic_of(self.precision)
+        return kernel_precision_of(events, low, KERNEL_PRECISION_CALLS)
 
     def quantization_steps(self, prepared: dict[str, Any]) -> list[float]:
         """Per rounding to an integer in the model, at this input: half its step over the rms
@@ -300,18 +303,33 @@ def trace_of(events: list[dict[str, Any]], calls: int) -> Trace:
     return nested(trace, (e["ts"] * 1e3 for e in inside), (start for start, _ in kernels))
 
 
-# ---- int8: ONNX Runtime's dynamic quantization ---------------------------------------------
+# ---- int8: ONNX Runtime's dynamic and static quantization ---------------------------------
 
-# quantize_dynamic's settings, recorded in the artifact's manifest. reduce_range stays off: on
-# a CPU with VNNI or AMX-INT8 (host.identity lists them) the u8×s8 products need no 7-bit
-# weights; without them ORT's kernels multiply in VPMADDUBSW pairs, whose int16 sums may
-# saturate, which reduce_range would avoid; the manifest says which the CPU has.
+# Each quantization's settings, recorded in the artifact's manifest. Weights QInt8 and, as ORT's
+# quantize_static advises for x86, activations QUInt8; one scale per tensor in both (the two
+# differ only in where the activations' scales come from). reduce_range stays off: on a CPU
+# with VNNI or AMX-INT8 (host.identity lists them) the u8×s8 products need no 7-bit weights;
+# without them ORT's kernels multiply in VPMADDUBSW pairs, whose int16 sums may saturate,
+# which reduce_range would avoid (ORT's advice there); the manifest says which the CPU has.
 QUANTIZATION = {
-    "method": "onnxruntime.quantization.quantize_dynamic",
-    "weight_type": "QInt8",
-    "activations": "QUInt8, each call's range (DynamicQuantizeLinear)",
-    "per_channel": False,
-    "reduce_range": False,
+    INT8: {
+        "method": "onnxruntime.quantization.quantize_dynamic",
+        "weight_type": "QInt8",
+        "activations": "QUInt8, each call's range (DynamicQuantizeLinear)",
+        "per_channel": False,
+        "reduce_range": False,
+    },
+    INT8_STATIC: {
+        "method": "onnxruntime.quantization.quantize_static",
+        "quant_format": "QDQ",
+        "weight_type": "QInt8",
+        "activation_type": "QUInt8",
+        "activations": "QUInt8, scales fixed by the calibration set's ranges (MinMax)",
+        "calibrate_method": "MinMax",
+        "per_channel": False,
+        "reduce_range": False,
+        "calibration_threads": "ONNX Runtime's default (the calibration session's own)",
+    },
 }
 # The ops that compute a product of integers, as ORT's quantizer and optimizer write them, and
 # the float ones; every other node's time is not a product.
@@ -336,23 +354,91 @@ QUANTIZERS = frozenset({"DynamicQuantizeLinear", "QuantizeLinear", "DequantizeLi
 ORT_TYPES = {"float": "float32", "double": "float64", "float16": "float16", "bfloat16": "bfloat16"}
 
 
-def quantize(exported: Exported, precision: str, path: str) -> Exported:
-    """`precision`'s artifact: ORT's dynamic quantization of the float32 ONNX export."""
+def quantize(
+    exported: Exported, precision: str, path: str, calibration: list[np.ndarray] | None = None
+) -> Exported:
+    """`precision`'s artifact from the float32 ONNX export: ORT's dynamic quantization (int8)
+    or its static QDQ quantization calibrated on `calibration`'s batches (int8_static, batches
+    in the model's neutral layout)."""
     import onnx
-    from onnxruntime.quantization import QuantType, quantize_dynamic
 
-    if precision != INT8:
-        raise ValueError(f"ONNX Runtime quantizes to {INT8}, not {precision!r}")
+    if precision not in QUANTIZATION:
+        raise ValueError(f"ONNX Runtime quantizes to {', '.join(QUANTIZATION)}, not {precision!r}")
     model = without_shape_annotations(onnx.load(exported.file))
     target = f"{path}-{precision}.onnx"
-    quantize_dynamic(model, target, weight_type=QuantType.QInt8, per_channel=False)
-    ops = sorted(node.op_type for node in onnx.load(target).graph.node)
-    integer = sorted({op for op in ops if op in INTEGER_PRODUCTS})
-    left = sorted({op for op in ops if op in FLOAT_PRODUCTS})
-    how = f"{exported.how}; quantized to {precision} by ONNX Runtime's quantize_dynamic"
-    details = exported.details | {"precision": precision, "quantization": QUANTIZATION}
-    details["quantization"] |= {"integer_products": integer, "float_products_left": left}
+    if precision == INT8:
+        _quantize_dynamic(model, target)
+    else:
+        _quantize_static(model, target, calibration)
+    written = onnx.load(target)
+    integer, left = quantized_products(written)
+    method = QUANTIZATION[precision]["method"].rsplit(".", 1)[-1]
+    how = f"{exported.how}; quantized to {precision} by ONNX Runtime's {method}"
+    settings = QUANTIZATION[precision] | {"integer_products": integer, "float_products_left": left}
+    details = exported.details | {"precision": precision, "quantization": settings}
     return Exported(target, how, details)
+
+
+def _quantize_dynamic(model: Any, target: str) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    quantize_dynamic(model, target, weight_type=QuantType.QInt8, per_channel=False)
+
+
+def _quantize_static(model: Any, target: str, calibration: list[np.ndarray] | None) -> None:
+    from onnxruntime.quantization import (
+        CalibrationDataReader,
+        CalibrationMethod,
+        QuantFormat,
+        QuantType,
+        quantize_static,
+    )
+
+    if not calibration:
+        raise ValueError("static quantization needs a calibration set; none was given")
+    (given,) = _graph_inputs(model)
+    shape = [d.dim_value or None for d in given.type.tensor_type.shape.dim]
+    order = permutation(calibration[0].shape, shape)
+
+    class Batches(CalibrationDataReader):
+        def __init__(self) -> None:
+            self._feeds = iter({given.name: np.transpose(b, order)} for b in calibration)
+
+        def get_next(self) -> dict[str, np.ndarray] | None:
+            return next(self._feeds, None)
+
+    quantize_static(
+        model,
+        target,
+        Batches(),
+        quant_format=QuantFormat.QDQ,
+        activation_type=QuantType.QUInt8,
+        weight_type=QuantType.QInt8,
+        per_channel=False,
+        reduce_range=False,
+        calibrate_method=CalibrationMethod.MinMax,
+    )
+
+
+def _graph_inputs(model: Any) -> list[Any]:
+    """The graph's inputs that are fed (not initializers, which old opsets list as inputs)."""
+    constants = {t.name for t in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in constants]
+
+
+def quantized_products(model: Any) -> tuple[list[str], list[str]]:
+    """The op types of a quantized model's integer products (as the quantizer writes them, or
+    float products whose two operands are both dequantized: ORT's optimizer fuses those QDQ
+    groups into integer ones) and of the float products left."""
+    made = {o: node.op_type for node in model.graph.node for o in node.output}
+    integer, left = set(), set()
+    for node in model.graph.node:
+        if node.op_type in INTEGER_PRODUCTS:
+            integer.add(node.op_type)
+        elif node.op_type in FLOAT_PRODUCTS:
+            dequantized = all(made.get(i) == "DequantizeLinear" for i in node.input[:2])
+            (integer if dequantized else left).add(node.op_type)
+    return sorted(integer), sorted(left)
 
 
 def without_shape_annotations(model: Any) -> Any:
@@ -399,23 +485,20 @@ def _first_input_type(event: dict[str, Any]) -> str:
 
 
 def quantization_steps(model_path: str, feed: dict[str, Any], threads: int) -> list[float]:
-    """For each operand of each integer product of a quantized ONNX model, at `feed`: the
-    largest rounding error relative to the operand's rms, (step/2) / rms(step·(q − zero
+    """For each value a quantized ONNX model rounds to integers (`_rounded`), at `feed`: the
+    largest rounding error relative to the value's rms, (step/2) / rms(step·(q − zero
     point)) = 1 / (2·rms(q − zero point)). Weights are read from the model; activations are
-    fetched by running it, unoptimized, with them as outputs (the same quantization)."""
+    fetched by running it, unoptimized, with them as outputs (the same quantization). A static
+    quantization's activation clipped at its calibrated range errs by more than half a step:
+    the check's error, not this bound, shows it."""
     import onnx
     from onnx import numpy_helper
 
     model = onnx.load(model_path)
     constants = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    pairs = [
-        pair
-        for node in model.graph.node
-        if node.op_type in ("MatMulInteger", "ConvInteger")
-        for pair in _operands(node, node.op_type == "ConvInteger")
-    ]
+    pairs = _roundings(list(model.graph.node), constants)
     if not pairs:
-        raise RuntimeError(f"{model_path} holds no integer product to bound")
+        raise RuntimeError(f"{model_path} rounds no value to integers: nothing to bound")
     named = {name for value, zero, _ in pairs for name in (value, zero) if name}
     fetch = sorted(named - set(constants))
     values = constants | _fetched(model, fetch, feed, threads)
@@ -429,11 +512,49 @@ def quantization_steps(model_path: str, feed: dict[str, Any], threads: int) -> l
     return steps
 
 
-def _operands(node: Any, conv: bool) -> list[tuple[str, str, int | None]]:
-    """(operand, its zero point or '', the axis a per-channel zero point runs along) for
-    an integer product's two operands: A, B, a_zero_point, b_zero_point."""
-    inputs = list(node.input) + [""] * (4 - len(node.input))
-    return [(inputs[0], inputs[2], None), (inputs[1], inputs[3], 0 if conv else -1)]
+# Ops that move values without computing: a static QDQ model quantizes their output again at
+# their input's scale and zero point, which rounds a value already on that grid, exactly.
+EXACT_MOVES = frozenset(
+    {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "MaxPool", "Slice"}
+    | {"Gather", "Expand", "Split"}
+)
+
+
+def _roundings(nodes: list[Any], constants: dict[str, np.ndarray]) -> list[tuple]:
+    """Each value a quantized model rounds to integers: (the rounded value, its zero point or
+    '', the axis a per-channel zero point runs along). A dynamic quantization's integer product
+    rounds its two operands (A, B, a_zero_point, b_zero_point); a static QDQ model rounds each
+    weight (a DequantizeLinear of a constant) and each activation (a QuantizeLinear's output,
+    `axis` default 1), less the requantizations that round nothing (`_requantizes`)."""
+    made = {output: node for node in nodes for output in node.output}
+    found = []
+    for node in nodes:
+        inputs = list(node.input) + [""] * (4 - len(node.input))
+        axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
+        if node.op_type in ("MatMulInteger", "ConvInteger"):
+            conv = node.op_type == "ConvInteger"
+            found += [(inputs[0], inputs[2], None), (inputs[1], inputs[3], 0 if conv else -1)]
+        elif node.op_type == "DequantizeLinear" and inputs[0] in constants:
+            found.append((inputs[0], inputs[2], axis))
+        elif node.op_type == "QuantizeLinear" and not _requantizes(node, made, constants):
+            found.append((node.output[0], inputs[2], axis))
+    return found
+
+
+def _requantizes(node: Any, made: dict[str, Any], constants: dict[str, np.ndarray]) -> bool:
+    """Whether a QuantizeLinear rounds values already on its grid: an EXACT_MOVES op's output
+    whose input a DequantizeLinear of the same scale and zero point made."""
+    move = made.get(node.input[0])
+    if move is None or move.op_type not in EXACT_MOVES:
+        return False
+    source = made.get(move.input[0])
+    if source is None or source.op_type != "DequantizeLinear":
+        return False
+    pairs = zip(source.input[1:3], node.input[1:3], strict=False)
+    return all(
+        a in constants and b in constants and np.array_equal(constants[a], constants[b])
+        for a, b in pairs
+    )
 
 
 def _fetched(model: Any, names: list[str], feed: dict[str, Any], threads: int) -> dict:

@@ -41,6 +41,7 @@ def export(
     device: str,
     stem: str,
     precision: str = FLOAT32,
+    calibration: list[np.ndarray] | None = None,  # no static quantization here (protocols)
 ) -> Exported:
     if mode != "export":
         raise ValueError(f"jax has no export mode {mode!r}; its export mode: export")

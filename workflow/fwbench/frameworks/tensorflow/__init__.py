@@ -1,7 +1,7 @@
 """The tensorflow package: the only modules that import tensorflow (infer, models, train,
 hardware, export). This file does not: it holds tensorflow's FrameworkInfo."""
 
-from fwbench.frameworks.info import BFLOAT16, INT8, FrameworkInfo
+from fwbench.frameworks.info import BFLOAT16, INT8, INT8_STATIC, FrameworkInfo
 
 _ENV = {"TF_CPP_MIN_LOG_LEVEL": "2", "TF_FORCE_GPU_ALLOW_GROWTH": "true"}
 
@@ -19,10 +19,10 @@ INFO = FrameworkInfo(
         "onnxrt": ("onnxruntime", "onnxruntime-gpu", "onnx", "tf2onnx"),
     },
     # bfloat16: Keras's bfloat16 dtype policy (weights and activations); LiteRT has no
-    # bfloat16 kernels; int8: ONNX Runtime's quantization of the float32 ONNX export
-    # (runtimes.onnxrt.quantize), the TFLite converter's dynamic-range quantization
-    # (frameworks.tensorflow.export)
+    # bfloat16 kernels; int8 and int8_static: ONNX Runtime's dynamic and static quantization
+    # of the float32 ONNX export (runtimes.onnxrt), the TFLite converter's dynamic-range and
+    # full-integer quantization (frameworks.tensorflow.export)
     precisions=dict.fromkeys(("eager", "function", "xla"), (BFLOAT16,))
-    | {"litert": (INT8,), "onnxrt": (BFLOAT16, INT8)},
+    | {"litert": (INT8, INT8_STATIC), "onnxrt": (BFLOAT16, INT8, INT8_STATIC)},
     pre_import_env={"cpu": _ENV | {"CUDA_VISIBLE_DEVICES": ""}, "cuda": _ENV},
 )

@@ -1,7 +1,7 @@
 """The torch package: the only modules that import torch (infer, models, train, hardware,
 export). This file does not: it holds torch's FrameworkInfo."""
 
-from fwbench.frameworks.info import BFLOAT16, INT8, FrameworkInfo
+from fwbench.frameworks.info import BFLOAT16, INT8, INT8_STATIC, FrameworkInfo
 
 INFO = FrameworkInfo(
     name="torch",
@@ -18,9 +18,9 @@ INFO = FrameworkInfo(
     runtime_modes={"onnxrt": "onnxrt"},
     mode_distributions={"onnxrt": ("onnxruntime", "onnxruntime-gpu", "onnx", "onnxscript")},
     # bfloat16: the module and its input cast (module.to(torch.bfloat16)); compiled_<name>
-    # variants take what compiled takes; int8: ONNX Runtime's quantization of the float32
-    # ONNX export (runtimes.onnxrt.quantize)
+    # variants take what compiled takes; int8 and int8_static: ONNX Runtime's dynamic and
+    # static (QDQ, calibrated) quantization of the float32 ONNX export (runtimes.onnxrt)
     precisions=dict.fromkeys(("eager", "compiled", "aoti"), (BFLOAT16,))
-    | {"onnxrt": (BFLOAT16, INT8)},
+    | {"onnxrt": (BFLOAT16, INT8, INT8_STATIC)},
     stream_probe=True,
 )

@@ -18,6 +18,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import torch
 
 from fwbench.frameworks import FLOAT32, check_precision
@@ -42,6 +43,7 @@ def export(
     device: str,
     stem: str,
     precision: str = FLOAT32,
+    calibration: list[np.ndarray] | None = None,  # no static quantization here (protocols)
 ) -> Exported:
     if mode not in SUFFIXES:
         raise ValueError(f"torch has no export mode {mode!r}; its export modes: aoti, onnxrt")

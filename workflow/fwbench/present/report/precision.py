@@ -16,7 +16,7 @@ from fwbench.frameworks.kernel_precision import UPCAST_BELOW
 from fwbench.io.dims import FLOAT32, STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.precisions import BFLOAT16, INT8
+from fwbench.precisions import BFLOAT16, INT8, INT8_STATIC
 from fwbench.present.figure_data import precision_accuracy
 from fwbench.present.format import MISSING, significant, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
@@ -35,6 +35,14 @@ HOW = {
     "products in int32) and by the TFLite converter's dynamic-range quantization for litert "
     "(int8 weights per output channel, activations quantized per call by its hybrid kernels); "
     "operators they leave in float32 show in the kernel shares",
+    INT8_STATIC: "the float32 model quantized statically in the export job, every scale "
+    "fixed beforehand from a seeded calibration set of 128 inputs (never the check's): by ONNX "
+    "Runtime's `quantize_static` in QDQ format for the onnxrt paths (int8 weights, uint8 "
+    "activations, MinMax ranges; its optimizer fuses each quantize-dequantize group into an "
+    "integer kernel, QLinearConv, QLinearMatMul) and by the TFLite converter's full-integer "
+    "quantization with float fallback for litert (a representative dataset; int8 activations "
+    "end to end, float32 input and output); an activation beyond its calibrated range is "
+    "clipped, which the accuracy column shows and the rounding bound does not cover",
 }
 INTRO = (
     "Each mode that runs {precision} has a cell of its own beside float32's (config "
