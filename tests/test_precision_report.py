@@ -22,8 +22,7 @@ from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
 from fwbench.present.figure_data import FigureInputs
 from fwbench.present.plots_precision import draw_precision
-from fwbench.present.report.findings import precision_findings
-from fwbench.present.report.precision import precision_section
+from fwbench.present.report.precision import precision_findings, precision_section
 from fwbench.present.style import FLAG_COLOR, save_figure
 
 # (framework, mode, precision): median in seconds, or None for a failed cell
@@ -100,10 +99,16 @@ def test_the_float32_view_and_its_sections_see_float32_alone(stats):
     assert [key.name for key in bf16.failed()] == ["torch/onnxrt/mlp/b32/bfloat16"]
 
 
-def test_the_findings_count_the_verdicts_and_the_cells_that_could_not_run(stats):
-    (line,) = precision_findings(StatsView(stats))
-    assert "of 2 cells set against float32, 1 faster, 1 slower, 0 equivalent" in line
-    assert "1 low-precision cell could not run" in line
+def test_the_findings_say_per_precision_whether_it_pays_why_not_and_what_it_cost(stats):
+    (line,) = precision_findings(StatsView(stats), _equivalence(), None)
+    assert line.startswith("`bfloat16` against float32 (Precision): of 2 cells set against")
+    assert "2 cells set against float32, faster 1, slower 1;" in line
+    assert "the largest gain torch eager `mlp` b32, 1.99 [" in line
+    # the slower one ran mostly in float32: the reason it does not pay, from its kernels
+    assert "slower: torch compiled `mlp` b32 (upcast: 10% of its work in bfloat16)" in line
+    assert "error against float64 0.4%–30% of the output's largest value (bounds 5%–5%)" in line
+    assert "**beyond its bound: torch compiled `mlp`**" in line
+    assert line.endswith("1 cell could not run.")
 
 
 def _equivalence() -> pd.DataFrame:
@@ -142,7 +147,7 @@ def test_no_section_without_a_low_precision(tmp_path):
     stats = _float32_only(tmp_path)
     part = SimpleNamespace(view=StatsView(stats), name=None)
     assert precision_section(SimpleNamespace(equivalence=None), part) == ""
-    assert precision_findings(StatsView(stats)) == []
+    assert precision_findings(StatsView(stats), None, None) == []
 
 
 def test_a_bf16_cell_that_computed_mostly_in_float32_is_flagged_and_reported(stats):
@@ -154,8 +159,8 @@ def test_a_bf16_cell_that_computed_mostly_in_float32_is_flagged_and_reported(sta
     assert "Share of the work that ran in bfloat16" in text
     assert "**upcast**: 10%" in text and "100%" in text
     assert "torch.profiler (test)" in text  # how it was seen
-    (finding,) = precision_findings(StatsView(stats))
-    assert "1 computed mostly in another dtype (flag upcast: torch compiled)" in finding
+    (finding,) = precision_findings(StatsView(stats), None, None)
+    assert "torch compiled `mlp` b32 (upcast: 10% of its work in bfloat16)" in finding
 
 
 def test_the_precision_figure_puts_each_cell_at_its_error_and_speedup_and_rings_the_unbounded(

@@ -1,7 +1,8 @@
 """The findings a report opens with, generated from stats.nc: per architecture the winner at the
 table batch and its margin (or the contenders, equivalent or undetermined), where compiling pays
 and where it does not, each framework's largest part of the time (the attribution), the range
-of roofline efficiency, and what failed or was flagged. Every number is copied, as the table
+of roofline efficiency, per low precision whether it pays and at what accuracy cost, and what
+failed or was flagged. Every number is copied, as the table
 below prints it, from the table or figure the finding names."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
 from fwbench.present.format import fixed, latency_us, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
-from fwbench.present.report.precision import upcast_cells
+from fwbench.present.report.precision import precision_findings
 from fwbench.present.tables import RATIO_WITH_CI
 
 
@@ -164,35 +165,6 @@ def problem_findings(view: StatsView) -> list[str]:
     ]
 
 
-def precision_findings(view: StatsView) -> list[str]:
-    """How the low-precision cells fared against float32 (Precision), where there are any."""
-    compared = int(view.of_system(V.precision_compared))
-    failed = int(view.of_system(V.precision_failed_cells))
-    if not compared and not failed:
-        return []
-    counts = ", ".join(
-        f"{int(view.of_system(name))} {word}"
-        for name, word in (
-            (V.precision_faster, "faster"),
-            (V.precision_slower, "slower"),
-            (V.precision_equivalent, "equivalent"),
-            (V.precision_undetermined, "undetermined"),
-        )
-    )
-    upcast = upcast_cells(view)
-    ran_wider = (
-        f" {len(upcast)} computed mostly in another dtype (flag upcast: "
-        + ", ".join(dict.fromkeys(f"{k.framework} {k.mode}" for k in upcast))
-        + "): their speedup is not the precision's."
-        if upcast
-        else ""
-    )
-    return [
-        f"Lower precision (Precision): of {compared} cells set against float32, {counts}; "
-        f"{failed} low-precision {'cell' if failed == 1 else 'cells'} could not run." + ran_wider
-    ]
-
-
 def findings_section(context: ReportContext, part: SystemPart) -> str:
     view = part.view
     batch = view.table_batch
@@ -202,7 +174,7 @@ def findings_section(context: ReportContext, part: SystemPart) -> str:
         *compile_findings(view),
         *attribution_findings(view, batch),
         *efficiency_findings(view),
-        *precision_findings(view),
+        *precision_findings(view, context.equivalence, part.name),
         *problem_findings(view),
     ]
     heading = "## Findings" + (f": system `{part.name}`" if part.name else "")

@@ -1,28 +1,34 @@
-"""A system's low precisions: each bfloat16 cell against the same variant in float32 (the
-speedup, its CI and verdict: stats.nc's precision comparisons, fwbench.analysis.speedups), and
-what it cost in accuracy (the checks' normwise error against the float64 reference beside the
-model's rounding-error bound, fwbench.model.precision_bound); a cell that could not run says
-why."""
+"""A system's low precisions: each low-precision cell (bfloat16, int8, int8_static) against the
+same variant in float32 (the speedup, its CI and verdict: stats.nc's precision comparisons,
+fwbench.analysis.speedups), and what it cost in accuracy (the checks' normwise error against
+the float64 reference beside the model's rounding-error bound, fwbench.model.precision_bound);
+a cell that could not run says why. The findings say per precision whether it pays, where it
+does not and why (its kernels ran in another dtype, or float32's time is mostly dispatch), and
+its accuracy cost."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from fwbench.analysis.flags import FLAG_UPCAST, has_flag
 from fwbench.frameworks.kernel_precision import UPCAST_BELOW
+from fwbench.io.comparisons_file import EQUIVALENT, FASTER, SLOWER, UNDETERMINED
 from fwbench.io.dims import FLOAT32, STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.precisions import BFLOAT16, INT8, INT8_STATIC
+from fwbench.precisions import BFLOAT16, INT8, INT8_STATIC, arithmetic_of
 from fwbench.present.figure_data import precision_accuracy
 from fwbench.present.format import MISSING, significant, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.tables import markdown_table
 
 SECTION = "Precision"
+VERDICT_WORDS = (FASTER, SLOWER, EQUIVALENT, UNDETERMINED)
 REASON_CHARS = 80  # a failed cell's message here; stats.csv holds it whole
 SPEEDUP = (V.speedup_vs_float32, V.speedup_vs_float32_ci_low, V.speedup_vs_float32_ci_high)
 # How each precision's model is made, as its users make it.
@@ -72,15 +78,6 @@ def precision_section(context: ReportContext, part: SystemPart) -> str:
             text += _kernels_table(low, batch) + "\n"
         text += _accuracy_table(context.equivalence, part.name, precision)
     return text
-
-
-def upcast_cells(view: StatsView) -> list[CellKey]:
-    """Every low-precision cell whose work mostly ran in another dtype (flag upcast)."""
-    found = []
-    for precision in (p for p in view.precisions() if p != FLOAT32):
-        low = view.in_precision(precision)
-        found += low.keys_where(has_flag(low.values(V.flags), FLAG_UPCAST))
-    return found
 
 
 def _kernels_table(view: StatsView, batch: int) -> str:
@@ -172,3 +169,102 @@ def _accuracy(row: Any) -> str:
     if math.isfinite(float(row.max_rel_err)):
         return f"**beyond its bound**: {error}"
     return "did not run"
+
+
+# ---- the findings: does each low precision pay ------------------------------------------
+
+# A float32 cell whose median is mostly dispatch (ops or launches × the mode's floor) cannot
+# gain much from narrower arithmetic: the attribution's dispatch share above this is the reason
+# a slower low-precision cell is given.
+DISPATCH_BOUND_SHARE = 0.5
+
+
+def precision_findings(
+    view: StatsView, equivalence: pd.DataFrame | None, system: str | None
+) -> list[str]:
+    """Per low precision: its cells' verdicts against float32, its largest gain, where it
+    does not pay and why, and what it cost in accuracy (the Precision section's tables)."""
+    lines = []
+    for precision in (p for p in view.precisions() if p != FLOAT32):
+        low = view.in_precision(precision)
+        compared = _compared(low)
+        failed = len(low.failed())
+        if not compared and not failed:
+            continue
+        parts = [_verdicts(low, compared), _best(low, compared), _slower(view, low, compared)]
+        parts.append(_accuracy_finding(precision_accuracy(equivalence, system, precision)))
+        if failed:
+            parts.append(f"{failed} {'cell' if failed == 1 else 'cells'} could not run")
+        text = "; ".join(part for part in parts if part)
+        lines.append(f"`{precision}` against float32 (Precision): {text}.")
+    return lines
+
+
+def _compared(low: StatsView) -> list[CellKey]:
+    """The low precision's cells with a speedup over float32."""
+    ok = low.status() == STATUS_OK
+    keys = low.keys_where(ok & np.isfinite(low.values(V.speedup_vs_float32).astype(float)))
+    return keys
+
+
+def _verdicts(low: StatsView, compared: list[CellKey]) -> str:
+    counts = Counter(str(low.value(V.precision_verdict, key)) for key in compared)
+    shown = ", ".join(f"{word} {counts[word]}" for word in VERDICT_WORDS if counts[word])
+    return f"of {len(compared)} cells set against float32, {shown or 'none decided'}"
+
+
+def _label(key: CellKey) -> str:
+    return f"{key.framework} {key.mode} `{key.arch}` b{key.batch}"
+
+
+def _best(low: StatsView, compared: list[CellKey]) -> str:
+    faster = [k for k in compared if low.value(V.precision_verdict, k) == FASTER]
+    if not faster:
+        return ""
+    best = max(faster, key=lambda k: low.value(V.speedup_vs_float32, k))
+    ratio = speedup_with_ci(*(low.value(name, best) for name in SPEEDUP))
+    return f"the largest gain {_label(best)}, {ratio}×"
+
+
+def _slower(view: StatsView, low: StatsView, compared: list[CellKey]) -> str:
+    slower = [k for k in compared if low.value(V.precision_verdict, k) == SLOWER]
+    if not slower:
+        return ""
+    return "slower: " + ", ".join(f"{_label(k)}{_why_slower(view, low, k)}" for k in slower)
+
+
+def _why_slower(view: StatsView, low: StatsView, key: CellKey) -> str:
+    """Why a low-precision cell does not pay, where the data say: its kernels ran in another
+    dtype (upcast), or float32's time is mostly dispatch, which no arithmetic narrows."""
+    if has_flag(np.array([low.value(V.flags, key)]), FLAG_UPCAST)[0]:
+        share = low.value(V.low_precision_share, key)
+        return f" (upcast: {share:.0%} of its work in {arithmetic_of(low.precision)})"
+    twin = CellKey(key.framework, key.mode, key.arch, key.batch, FLOAT32)
+    dispatch = view.in_precision(FLOAT32).value(V.dispatch_share, twin)
+    if math.isfinite(dispatch) and dispatch >= DISPATCH_BOUND_SHARE:
+        return f" (dispatch-bound: dispatch is {dispatch:.0%} of float32's median)"
+    return ""
+
+
+def _accuracy_finding(rows: pd.DataFrame | None) -> str:
+    """The range of the errors against float64 and their bounds; those beyond it named."""
+    if rows is None:
+        return ""
+    ran = rows[pd.to_numeric(rows["max_rel_err"], errors="coerce").notna()]
+    if ran.empty:
+        return ""
+    errors = pd.to_numeric(ran["max_rel_err"])
+    bounds = pd.to_numeric(ran["tolerance"], errors="coerce")
+    beyond = ran[~ran["passed"]]
+    text = (
+        f"error against float64 {_percent(errors.min())}–{_percent(errors.max())} of the "
+        f"output's largest value (bounds {_percent(bounds.min())}–{_percent(bounds.max())})"
+    )
+    if beyond.empty:
+        return text + ", every one within its bound"
+    named = ", ".join(f"{r.framework} {r.mode} `{r.arch}`" for r in beyond.itertuples())
+    return text + f", **beyond its bound: {named}**"
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.2g}%" if math.isfinite(value) else MISSING
