@@ -74,7 +74,7 @@ THREADS_KEY = {
     "tensorflow": "intra_op_parallelism_threads",
 }
 PACKAGES = Path(frameworks.__file__).parent
-EXTRA_MODULES = {"torch": {"compile_info.py"}}  # beyond the PARTS every package has
+EXTRA_MODULES = {"torch": {"compile_info.py", "quantize.py"}}  # beyond the PARTS every package has
 INTERFACES = {"infer": InferenceAdapter, "train": TrainingAdapter, "hardware": HardwareProbe}
 
 

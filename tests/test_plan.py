@@ -40,25 +40,26 @@ def test_the_smoke_sweep_is_every_framework_mode_architecture_and_batch():
     assert plan.cell_files[0].startswith("results/cells/local/")
 
 
-def test_the_default_sweep_has_325_cells_and_75_artifacts():
+def test_the_default_sweep_has_330_cells_and_80_artifacts():
     plan = plan_of(base=DEFAULT)
     # float32: 12 variants × 5 architectures × 4 batches; bfloat16: 11 (all but litert) × 5
-    # architectures at the table batch; int8 and int8_static: the 3 export paths (onnxrt ×2,
-    # litert) × 5 architectures there
-    assert len(plan.cells) == 240 + 55 + 15 + 15
-    # 5 export modes × 5 architectures in float32, 4 in bfloat16 (all but litert), 3 in each int8
-    assert len(plan.exports) == 25 + 20 + 15 + 15
-    for precision in ("int8", "int8_static"):
+    # architectures at the table batch; int8: the 3 runtime paths (onnxrt ×2, litert) × 5
+    # architectures there; int8_static: those and torch's aoti (PT2E)
+    assert len(plan.cells) == 240 + 55 + 15 + 20
+    # 5 export modes × 5 architectures in float32, 4 in bfloat16 (all but litert), 3 in int8,
+    # 4 in int8_static
+    assert len(plan.exports) == 25 + 20 + 15 + 20
+    runtimes = {("torch", "onnxrt", 32), ("tensorflow", "onnxrt", 32), ("tensorflow", "litert", 32)}
+    for precision, paths_ in (
+        ("int8", runtimes),
+        ("int8_static", runtimes | {("torch", "aoti", 32)}),
+    ):
         quantized = {
             (c["framework"], c["mode"], c["batch"])
             for c in plan.cells
             if c["precision"] == precision
         }
-        assert quantized == {
-            ("torch", "onnxrt", 32),
-            ("tensorflow", "onnxrt", 32),
-            ("tensorflow", "litert", 32),
-        }
+        assert quantized == paths_
 
 
 def test_a_bf16_cell_has_its_own_path_request_and_artifact_and_float32_keeps_its_own():
@@ -95,7 +96,7 @@ def test_a_precision_the_config_does_not_sweep_is_refused_naming_why(changes, na
 
 def test_the_low_precisions_follow_their_batches_and_architectures():
     everywhere = plan_of({"precision": {"batches": "all"}}, base=DEFAULT)
-    assert len(everywhere.cells) == 240 + 4 * (55 + 15 + 15)
+    assert len(everywhere.cells) == 240 + 4 * (55 + 15 + 20)
     none = plan_of({"precision": {"low": []}}, base=DEFAULT)
     assert len(none.cells) == 240 and len(none.exports) == 25
     some = plan_of({"precision": {"architectures": ["cnn"], "batches": [1, 8]}}, base=DEFAULT)
@@ -119,10 +120,10 @@ def test_by_default_a_quarter_of_each_architectures_batches_get_a_second_process
     plan = plan_of(base=DEFAULT)
     chosen = _multi(plan)
     assert len(chosen) == 60 and {len(batches) for batches in chosen.values()} == {1}
-    assert len(plan.cell_files) == 325 + 60  # the bf16 and int8 cells in process 0 alone
+    assert len(plan.cell_files) == 330 + 60  # the bf16 and int8 cells in process 0 alone
     assert len({tuple(batches) for batches in chosen.values()}) > 1, "the same batches everywhere"
     every = plan_of({"bench": {"multi_process_share": 1}}, base=DEFAULT)
-    assert len(every.cell_files) == 480 + 55 + 15 + 15
+    assert len(every.cell_files) == 480 + 55 + 15 + 20
     assert plan_of({"bench": {"processes": 1}}, base=DEFAULT).cell_files == [
         paths.cell_file(c) for c in plan.cells
     ]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -66,6 +67,9 @@ def test_only_a_runtime_that_quantizes_is_asked_to():
         frameworks.quantizer("torch", "eager", INT8)
     # LiteRT's quantization is the converter's: tensorflow's export writes the int8 file
     assert frameworks.quantizer("tensorflow", "litert", INT8) is None
+    # torch's aoti is quantized by PT2E before packaging: torch's export writes it
+    assert frameworks.quantizer("torch", "aoti", INT8_STATIC) is None
+    assert frameworks.quantizer("torch", "onnxrt", INT8_STATIC).__name__.endswith("onnxrt")
 
 
 # ---- the bound, the cost model and the roof -------------------------------------------------
@@ -217,12 +221,11 @@ def test_a_static_quantizations_calibration_set_is_seeded_and_never_the_check_in
     from fwbench.model.weights import make_calibration, make_input
 
     spec = build_spec("cnn", {})
-    first, again = make_calibration(spec, 0), make_calibration(spec, 0)
+    first, again = make_calibration(spec), make_calibration(spec)
     assert len(first) > 1 and all(np.array_equal(a, b) for a, b in zip(first, again, strict=True))
     assert first[0].shape == spec.input_shape(first[0].shape[0])
     check = make_input(spec, first[0].shape[0], 0)
     assert not any(np.array_equal(batch, check) for batch in first)
-    assert not np.array_equal(make_calibration(spec, 1)[0], first[0])
 
 
 def test_both_int8_precisions_compute_in_int8_on_paths_of_their_own():
@@ -238,6 +241,49 @@ def test_both_int8_precisions_compute_in_int8_on_paths_of_their_own():
     assert static.weight_bytes == dynamic.weight_bytes and static.bytes < dynamic.bytes
     with pytest.raises(ValueError, match="int8_dynamic"):
         arithmetic_of("int8_dynamic")
+
+
+# ---- torch: oneDNN's verbose log -----------------------------------------------------------
+
+# As oneDNN 3.12 printed it for a PT2E-quantized conv and linear packaged by AOTInductor.
+ONEDNN_LOG = """onednn_verbose,v1,info,oneDNN v3.12.0 (commit 80afa71049cd)
+onednn_verbose,v1,primitive,exec,cpu,convolution,brg_conv_fwd:avx10_1_512_amx,forward_inference,\
+src:u8::blocked:acdb::f0 wei:s8:a:blocked:Acdb16a::f8:zpm1 dst:u8::blocked:acdb::f0,\
+attr-scratchpad:user,alg:convolution_direct,mb4_ic3oc16_ih8oh8kh3,0.03
+onednn_verbose,v1,primitive,exec,cpu,matmul,brg_matmul:avx10_1_512,undef,\
+src:f32:a:blocked:ab::f0 wei:f32:a:blocked:ab::f0 dst:f32:a:blocked:ab::f0,,,4x1024:1024x10,0.01
+onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,\
+src:f32::blocked:ab::f0 dst:u8::blocked:ab::f0,,,4x1024,0.002
+onednn_verbose,v1,primitive,create:cache_miss,cpu,matmul,brg_matmul:avx10_1_512,undef,\
+src:f32:a:blocked:ab::f0 dst:f32:a:blocked:ab::f0,,,4x1024:1024x10,0.5
+""".replace("\\\n", "")
+
+
+def test_onednns_verbose_log_gives_its_products_time_by_source_dtype_and_the_isa():
+    from fwbench.frameworks.kernel_precision import of_onednn_log, onednn_executions
+
+    executions = onednn_executions(ONEDNN_LOG)  # executions only, not primitive creations
+    assert [e[:4] for e in executions] == [
+        ("convolution", "brg_conv_fwd:avx10_1_512_amx", "int8", "int8"),
+        ("matmul", "brg_matmul:avx10_1_512", "float32", "float32"),
+        ("reorder", "jit:uni", "float32", "int8"),
+    ]
+    found = of_onednn_log(ONEDNN_LOG, "int8", calls=1)
+    assert found.shares == pytest.approx({"int8": 0.75, "float32": 0.25})
+    assert found.basis == KERNEL_TIME and found.casts == 1  # the f32 -> u8 reorder
+    assert "brg_conv_fwd:avx10_1_512_amx" in found.note() and "verbose log" in found.note()
+
+
+def test_stdout_captured_takes_what_c_code_writes_to_file_descriptor_one():
+    import ctypes
+
+    from fwbench.host.onednn import stdout_captured
+
+    libc = ctypes.CDLL(None)
+    with stdout_captured() as captured:
+        libc.printf(b"from C, buffered\n")
+        os.write(1, b"straight to the descriptor\n")
+    assert "from C, buffered" in captured[0] and "straight to the descriptor" in captured[0]
 
 
 # ---- LiteRT's products and steps, read from the file --------------------------------------
@@ -321,6 +367,7 @@ QUANTIZED_BY = {
     ("onnxrt", INT8_STATIC): ("quantize_static", "ONNX Runtime's profile"),
     ("litert", INT8): ("dynamic-range quantization", "the .tflite file's matrix products"),
     ("litert", INT8_STATIC): ("full-integer quantization", "the .tflite file's matrix products"),
+    ("aoti", INT8_STATIC): ("quantized by PT2E", "oneDNN's verbose log"),
 }
 
 
@@ -333,6 +380,7 @@ QUANTIZED_BY = {
         ("tensorflow", "litert", INT8),
         ("torch", "onnxrt", INT8_STATIC),
         ("tensorflow", "litert", INT8_STATIC),
+        ("torch", "aoti", INT8_STATIC),
     ],
 )
 def test_a_quantized_path_checks_within_its_bound_and_runs_int8_products(
@@ -348,6 +396,8 @@ def test_a_quantized_path_checks_within_its_bound_and_runs_int8_products(
     if mode == "onnxrt":  # a job step of its own; LiteRT's converter quantizes as it converts
         assert manifest["quantize_s"] > 0
         assert manifest["details"]["quantization"]["integer_products"]
+    if mode == "aoti":  # PT2E in the export job, before AOTInductor packages the result
+        assert manifest["details"]["quantization"]["quantize_s"] > 0
     if precision == INT8_STATIC:  # calibrated on the seeded set, never the check's input
         assert manifest["calibration"]["seed"] == 0 and manifest["calibration"]["batches"] > 0
     cell = read_cell(tmp_path / "b4.nc")

@@ -229,8 +229,9 @@ def test_the_plan_has_one_rounds_job_per_architecture_rounds_batch_and_set():
     wildcards = {"system": "local", "arch": "mlp", "batch": "32", "set": "2"}
     variants = plan.rounds_variants(wildcards)
     modes = [(fw, m) for fw in plan.frameworks for m in plan.config["modes"][fw]]
-    # every mode in float32, every mode but litert in bfloat16, the 3 export paths in each int8
-    assert len(variants) == 2 * len(modes) - 1 + 3 + 3 == len(plan.rounds_cells(wildcards))
+    # every mode in float32, every mode but litert in bfloat16, the 3 runtime paths in int8,
+    # those and torch's aoti in int8_static
+    assert len(variants) == 2 * len(modes) - 1 + 3 + 4 == len(plan.rounds_cells(wildcards))
     requests = [json.loads(v["request"]) for v in variants]
     first = requests[0]
     assert (first["framework"], first["mode"], first["batch"], first["process"]) == (
@@ -248,7 +249,12 @@ def test_the_plan_has_one_rounds_job_per_architecture_rounds_batch_and_set():
     static = [
         v for v, r in zip(variants, requests, strict=True) if r.get("precision") == "int8_static"
     ]
-    assert sorted(v["cell"].rsplit("/", 3)[1] for v in static) == ["litert", "onnxrt", "onnxrt"]
+    assert sorted(v["cell"].rsplit("/", 3)[1] for v in static) == [
+        "aoti",
+        "litert",
+        "onnxrt",
+        "onnxrt",
+    ]
     exports = [v for v in variants if v["artifact"]]
     artifacts = {v["artifact"].rsplit("/", 1)[1] for v in exports}
     assert artifacts == {"mlp.json", "mlp-bf16.json", "mlp-int8.json", "mlp-int8-static.json"}

@@ -198,13 +198,14 @@ def quantizer(framework: str, mode: str, precision: str) -> ModuleType | None:
     """The runtime module whose `quantize` makes an export mode's artifact in `precision`
     from the framework's float32 export (a QUANTIZED precision); None where the framework's
     own export writes that precision (a runtime module without `quantize`: LiteRT's
-    quantization is the TFLite converter's, run while converting)."""
+    quantization is the TFLite converter's, run while converting; a mode of no runtime: torch's
+    aoti, quantized by PT2E before packaging)."""
     if precision not in QUANTIZED:
         return None
     check_precision(framework, mode, precision)
     runtime = runtime_of(framework, mode)
     if runtime is None:
-        raise ValueError(f"{framework}/{mode} runs in no runtime that quantizes to {precision}")
+        return None
     module = importlib.import_module(f"fwbench.runtimes.{runtime}")
     return module if hasattr(module, "quantize") else None
 

@@ -156,3 +156,64 @@ def hlo_products(text: str) -> tuple[list[tuple[str, float]], int]:
             dtype = "×".join(dict.fromkeys(value.dtype for value in operands))
             products.append((dtype, _product_flops(match["op"], out, operands, match["rest"])))
     return products, casts
+
+
+# ---- oneDNN's verbose log ------------------------------------------------------------------
+
+# oneDNN's memory-descriptor data types, named as fwbench names precisions (u8 and s8 are both
+# an integer product's operand).
+ONEDNN_TYPES = {
+    "f32": "float32",
+    "bf16": "bfloat16",
+    "f16": "float16",
+    "f64": "float64",
+    "u8": "int8",
+    "s8": "int8",
+}
+ONEDNN_PRODUCTS = ("convolution", "deconvolution", "inner_product", "matmul", "rnn")
+_ONEDNN_SOURCE = re.compile(r"(?:^|\s)src[:_]([a-z0-9]+)")
+_ONEDNN_DESTINATION = re.compile(r"(?:^|\s)dst[:_]([a-z0-9]+)")
+
+
+def onednn_executions(log: str) -> list[tuple[str, str, str, str, float]]:
+    """Each primitive execution a oneDNN verbose log holds (ONEDNN_VERBOSE=1, oneDNN 3's
+    `onednn_verbose,v1,primitive,exec,cpu,<kind>,<implementation>,<propagation>,<memory
+    descriptors>,...,<time ms>`): (kind, implementation, source dtype, destination dtype, ms)."""
+    found = []
+    for line in log.splitlines():
+        fields = line.strip().split(",")
+        if not fields[0].endswith("_verbose") or "exec" not in fields[:5]:
+            continue
+        at = fields.index("exec")
+        if len(fields) < at + 6 or fields[at + 1] != "cpu":
+            continue
+        kind, implementation, descriptors = fields[at + 2], fields[at + 3], fields[at + 5]
+        source, destination = (
+            _ONEDNN_SOURCE.search(descriptors),
+            _ONEDNN_DESTINATION.search(descriptors),
+        )
+        try:
+            ms = float(fields[-1])
+        except ValueError:
+            continue
+        named = [
+            ONEDNN_TYPES.get(m.group(1), m.group(1)) if m else "" for m in (source, destination)
+        ]
+        found.append((kind, implementation, *named, ms))
+    return found
+
+
+def of_onednn_log(log: str, low: str, calls: int) -> KernelPrecision:
+    """A verbose log over `calls` calls: the time of oneDNN's products by their source's
+    dtype, its reorders that change the dtype counted as casts, the implementations (which
+    name the ISA: `brg_conv_fwd:avx512_core_amx`) in the notes."""
+    executions = onednn_executions(log)
+    work = [(src, ms) for kind, _, src, _, ms in executions if kind in ONEDNN_PRODUCTS]
+    casts = sum(1 for kind, _, src, dst, _ in executions if kind == "reorder" and src != dst)
+    used = dict.fromkeys(impl for kind, impl, *_ in executions if kind in ONEDNN_PRODUCTS)
+    method = (
+        f"oneDNN's verbose log over {calls} calls: its products' execution time by their "
+        "source's dtype; work outside oneDNN (inductor's generated kernels, MKL's GEMMs) unseen"
+    )
+    notes = (f"oneDNN implementations: {', '.join(used) or 'none'}",)
+    return of_work(work, low, KERNEL_TIME, method, casts // max(calls, 1), notes=notes)

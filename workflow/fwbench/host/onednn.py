@@ -8,11 +8,19 @@ name, which says nothing about what it ran.
 Framework-free: the worker that runs the kernels sets PROFILE_ENV before oneDNN loads and
 reads its own map; profiling writes one line per kernel generated (at a first call), and the
 pass that turns it on runs after the timed samples, in a process of its own.
+
+Its verbose log (each primitive's execution: implementation, data types, time) goes to the
+process's stdout: `stdout_captured` takes it for frameworks.kernel_precision.of_onednn_log.
 """
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
+import sys
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 PROFILE_ENV = {"ONEDNN_JIT_PROFILE": "2"}
@@ -61,3 +69,24 @@ def families(kernels: list[str]) -> list[str]:
     compute = [name for name in kernels if not any(part in name for part in DATA_MOVEMENT)]
     found = {next((family for part, family in FAMILIES if part in name), None) for name in compute}
     return [family for family in dict.fromkeys(f for _, f in FAMILIES) if family in found]
+
+
+@contextlib.contextmanager
+def stdout_captured() -> Iterator[list[str]]:
+    """What the process writes to file descriptor 1 inside the block, C libraries' output too
+    (oneDNN prints its verbose log there): the list holds it once the block ends."""
+    libc = ctypes.CDLL(None)
+    captured: list[str] = []
+    with tempfile.TemporaryFile(mode="w+b") as sink:
+        sys.stdout.flush()
+        libc.fflush(None)
+        saved = os.dup(1)
+        os.dup2(sink.fileno(), 1)
+        try:
+            yield captured
+        finally:
+            libc.fflush(None)
+            os.dup2(saved, 1)
+            os.close(saved)
+            sink.seek(0)
+            captured.append(sink.read().decode(errors="replace"))

@@ -106,8 +106,11 @@ def _runner(
     if frameworks.runtime_of(framework, mode):  # a deployment runtime runs the artifact
         adapter = frameworks.load_inference(framework, mode)
         adapter.set_threads(CHECK_RUNTIME_THREADS)
+    # A quantized artifact's runner holds the weights too: where its constants cannot be read
+    # back (torch's AOTInductor package), its bound's steps redo the quantization from them.
+    held = weights if precision in QUANTIZED else None
     return adapter.build(
-        spec, None, mode, device, artifact=artifact_of(manifest), precision=precision
+        spec, held, mode, device, artifact=artifact_of(manifest), precision=precision
     )
 
 

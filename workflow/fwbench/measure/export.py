@@ -48,7 +48,7 @@ def _export(request: ExportRequest, output: Path, scratch: str) -> dict[str, Any
     built = time.perf_counter()
     quantizer = frameworks.quantizer(request.framework, request.mode, request.precision)
     calibrated = request.precision == INT8_STATIC
-    calibration = {"calibration": make_calibration(spec, request.seed)} if calibrated else {}
+    calibration = {"calibration": make_calibration(spec)} if calibrated else {}
     path = os.path.join(scratch, request.arch)
     exported = exporter.export(
         spec,
@@ -65,7 +65,7 @@ def _export(request: ExportRequest, output: Path, scratch: str) -> dict[str, Any
         exported = quantizer.quantize(exported, request.precision, path, **calibration)
         quantized = {"quantize_s": time.perf_counter() - done}
     if calibrated:
-        quantized["calibration"] = calibration_settings(request.seed)
+        quantized["calibration"] = calibration_settings()
     # Named as its manifest (`<arch><precision tag>`), so each precision's artifact is its own.
     target = output.with_name(output.stem + "".join(Path(exported.file).suffixes))
     with atomic_path(target) as partial:

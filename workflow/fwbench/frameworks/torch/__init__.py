@@ -19,8 +19,9 @@ INFO = FrameworkInfo(
     mode_distributions={"onnxrt": ("onnxruntime", "onnxruntime-gpu", "onnx", "onnxscript")},
     # bfloat16: the module and its input cast (module.to(torch.bfloat16)); compiled_<name>
     # variants take what compiled takes; int8 and int8_static: ONNX Runtime's dynamic and
-    # static (QDQ, calibrated) quantization of the float32 ONNX export (runtimes.onnxrt)
-    precisions=dict.fromkeys(("eager", "compiled", "aoti"), (BFLOAT16,))
-    | {"onnxrt": (BFLOAT16, INT8, INT8_STATIC)},
+    # static (QDQ, calibrated) quantization of the float32 ONNX export (runtimes.onnxrt);
+    # aoti's int8_static: PT2E with the x86 Inductor quantizer (frameworks.torch.quantize)
+    precisions=dict.fromkeys(("eager", "compiled"), (BFLOAT16,))
+    | {"aoti": (BFLOAT16, INT8_STATIC), "onnxrt": (BFLOAT16, INT8, INT8_STATIC)},
     stream_probe=True,
 )

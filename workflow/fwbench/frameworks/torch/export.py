@@ -9,7 +9,10 @@ Both trace the eval module with torch.export and a dynamic batch dimension.
   translation, its graph optimizations on) writes one .onnx file with the weights inside;
   ONNX Runtime runs it (runtimes.onnxrt).
 Both export the module in the cell's precision (models.build_module: module.to(dtype)) with an
-example input of that dtype, so the artifact takes and computes in it.
+example input of that dtype, so the artifact takes and computes in it. aoti's int8_static
+packages the float32 module quantized by PT2E with the x86 Inductor quantizer, calibrated on the
+seeded calibration set (frameworks.torch.quantize); onnxrt's int8 and int8_static are ONNX
+Runtime's quantizations of the float32 export, made by the runtime (runtimes.onnxrt).
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from fwbench.frameworks import FLOAT32, check_precision
+from fwbench.frameworks import FLOAT32, INT8_STATIC, check_precision
 from fwbench.frameworks.protocols import Exported
 from fwbench.frameworks.torch.models import DTYPES, build_module
+from fwbench.frameworks.torch.quantize import pt2e
 from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
 
@@ -43,8 +47,9 @@ def export(
     device: str,
     stem: str,
     precision: str = FLOAT32,
-    calibration: list[np.ndarray] | None = None,  # no static quantization here (protocols)
+    calibration: list[np.ndarray] | None = None,
 ) -> Exported:
+    """`calibration`: int8_static's (aoti), quantized by PT2E before packaging."""
     if mode not in SUFFIXES:
         raise ValueError(f"torch has no export mode {mode!r}; its export modes: aoti, onnxrt")
     check_precision("torch", mode, precision)
@@ -52,11 +57,20 @@ def export(
     shape = spec.input_shape(EXAMPLE_BATCH)
     example = torch.zeros(shape, dtype=DTYPES[precision], device=device)
     batch = torch.export.Dim("batch", min=1)
+    quantized: dict[str, Any] = {}
+    if precision == INT8_STATIC:  # the converted module is what aoti packages
+        module, quantized = pt2e(module, example, batch, calibration or [])
     if mode == "onnxrt":
         exported = _onnx(module, example, batch, stem + SUFFIXES[mode])
     else:
         exported = _aoti(module, example, batch, stem + SUFFIXES[mode], device)
-    return replace(exported, details=exported.details | {"precision": precision})
+    details = exported.details | {"precision": precision}
+    if quantized:
+        details["quantization"] = quantized
+        exported = replace(
+            exported, how=exported.how + "; quantized by PT2E (X86InductorQuantizer)"
+        )
+    return replace(exported, details=details)
 
 
 def _onnx(module: torch.nn.Module, example: torch.Tensor, batch: Any, path: str) -> Exported:

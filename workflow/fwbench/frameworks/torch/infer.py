@@ -8,7 +8,9 @@ torch.inference_mode().
 
 Precision bfloat16: the module cast to torch.bfloat16 (models.build_module) and each input cast
 to it in `prepare`; torch.compile compiles the bf16 module, and aoti loads a package exported
-from it (frameworks.torch.export). Outputs come back as float32 numpy arrays.
+from it (frameworks.torch.export). int8_static (aoti): the package of the PT2E-quantized module
+(frameworks.torch.quantize), fed float32; whether its integer kernels ran is read from oneDNN's
+verbose log (profiling.onednn_precision). Outputs come back as float32 numpy arrays.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from fwbench.frameworks import check_threads
+from fwbench.frameworks import FLOAT32, INT8_STATIC, check_threads
 from fwbench.frameworks.base import EXPORTED_COUNTER_NOTE, BaseRunner, check_device
 from fwbench.frameworks.kernel_precision import KERNEL_PRECISION_CALLS, KernelPrecision
 from fwbench.frameworks.protocols import CompileInfo, NullCall
-from fwbench.frameworks.torch import profiling
+from fwbench.frameworks.torch import profiling, quantize
 from fwbench.frameworks.torch.compile_info import (
     EagerOpRecorder,
     Snapshot,
@@ -34,6 +36,7 @@ from fwbench.frameworks.torch.compile_info import (
 from fwbench.frameworks.torch.models import DTYPES, build_module
 from fwbench.frameworks.trace import Trace
 from fwbench.model.weights import Weights
+from fwbench.precisions import QUANTIZED, arithmetic_of
 
 # What FlopCounterMode counts: matmuls and convolutions, no elementwise ops.
 COUNTER_SCOPE = "matmul"
@@ -87,6 +90,7 @@ class TorchRunner(BaseRunner):
             torch.cuda.reset_peak_memory_stats(self._device)
         self._counters_at_build: Snapshot = {}
         self._recorder: EagerOpRecorder | None = None
+        self._weights = weights  # an int8_static check redoes its quantization from them
         if self.artifact:  # aoti: the package holds the compiled code and the weights
             from torch._inductor import aoti_load_package
 
@@ -220,6 +224,10 @@ class TorchRunner(BaseRunner):
                     self.sync(self.call_in_context(prepared))
 
         run(1)  # unprofiled: a (re)compilation's tracing is no kernel of the call's
+        if self.precision in QUANTIZED:  # oneDNN's integer kernels, in its own log
+            return profiling.onednn_precision(
+                lambda: run(KERNEL_PRECISION_CALLS), arithmetic_of(self.precision)
+            )
         found = profiling.kernel_precision(lambda: run(KERNEL_PRECISION_CALLS), self.precision)
         if self.mode == "eager":
             return found
@@ -229,6 +237,24 @@ class TorchRunner(BaseRunner):
             else "inductor's generated C++ kernels carry no dtype in torch.profiler: not counted"
         )
         return replace(found, notes=(*found.notes, unseen))
+
+    def quantization_steps(self, prepared: torch.Tensor) -> list[float]:
+        """Per rounding to an integer at this input (model.precision_bound.quantization_bound):
+        an AOTInductor package's constants cannot be read back, so the PT2E quantization is
+        redone from the same weights and calibration set (deterministic) and its converted
+        module run (frameworks.torch.quantize)."""
+        from fwbench.frameworks.torch.export import EXAMPLE_BATCH
+        from fwbench.model.weights import make_calibration
+
+        if self.precision != INT8_STATIC or self._weights is None:
+            raise RuntimeError(
+                f"no quantization to bound in a {self.precision} cell built without weights"
+            )
+        module = build_module(self.spec, self._weights, FLOAT32)
+        example = torch.zeros(self.spec.input_shape(EXAMPLE_BATCH))
+        batch = torch.export.Dim("batch", min=1)
+        converted, _ = quantize.pt2e(module, example, batch, make_calibration(self.spec))
+        return quantize.quantization_steps(converted, prepared.cpu())
 
     def counter_flops(self, prepared: torch.Tensor) -> tuple[float | None, str]:
         """FlopCounterMode over one eager call (the counter cannot see into compiled kernels).

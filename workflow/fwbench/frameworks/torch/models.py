@@ -19,12 +19,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from fwbench.frameworks.info import BFLOAT16, FLOAT32
+from fwbench.frameworks.info import BFLOAT16, FLOAT32, INT8_STATIC
 from fwbench.model.specs import ArchSpec, CNNSpec, MLPSpec, RecurrentSpec, TransformerSpec
 from fwbench.model.weights import Weights, dense_chain
 
 # The torch dtype of each precision a torch mode runs (frameworks.mode_precisions).
-DTYPES = {FLOAT32: torch.float32, BFLOAT16: torch.bfloat16}
+# int8_static: the float32 module, quantized afterwards (frameworks.torch.quantize)
+DTYPES = {FLOAT32: torch.float32, BFLOAT16: torch.bfloat16, INT8_STATIC: torch.float32}
 
 
 def _dense_stack(widths: list[int]) -> list[nn.Module]:

@@ -16,8 +16,15 @@ from typing import Any
 
 import torch
 
-from fwbench.frameworks.kernel_precision import KERNEL_TIME, KernelPrecision, of_work
+from fwbench.frameworks.kernel_precision import (
+    KERNEL_PRECISION_CALLS,
+    KERNEL_TIME,
+    KernelPrecision,
+    of_onednn_log,
+    of_work,
+)
 from fwbench.frameworks.trace import Trace, nested, self_time
+from fwbench.host.onednn import stdout_captured
 
 # torch.profiler's events around compiled code: neither a dispatch nor a kernel.
 WRAPPERS = re.compile(
@@ -131,3 +138,12 @@ def kernel_precision(run: Callable[[], Any], low: str) -> KernelPrecision:
             untyped += float(event.self_cpu_time_total)
     method = "torch.profiler (record_shapes): kernels' self time by their inputs' dtype"
     return of_work(work, low, KERNEL_TIME, method, casts, untyped)
+
+
+def onednn_precision(run: Callable[[], Any], low: str) -> KernelPrecision:
+    """oneDNN's verbose log around `run` (KERNEL_PRECISION_CALLS calls): its products' time by
+    their source's dtype and the implementations that ran (kernel_precision.of_onednn_log).
+    Run after the timed samples: the log costs time."""
+    with stdout_captured() as log, torch.backends.mkldnn.verbose(torch.backends.mkldnn.VERBOSE_ON):
+        run()
+    return of_onednn_log(log[0], low, KERNEL_PRECISION_CALLS)

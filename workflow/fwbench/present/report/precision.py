@@ -47,7 +47,9 @@ HOW = {
     "activations, MinMax ranges; its optimizer fuses each quantize-dequantize group into an "
     "integer kernel, QLinearConv, QLinearMatMul) and by the TFLite converter's full-integer "
     "quantization with float fallback for litert (a representative dataset; int8 activations "
-    "end to end, float32 input and output); an activation beyond its calibrated range is "
+    "end to end, float32 input and output), and for torch's aoti by PT2E with the x86 "
+    "Inductor quantizer (uint8 activations, int8 weights per channel) before AOTInductor "
+    "packages it; an activation beyond its calibrated range is "
     "clipped, which the accuracy column shows and the rounding bound does not cover",
 }
 INTRO = (

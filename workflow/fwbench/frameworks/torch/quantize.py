@@ -1,0 +1,111 @@
+"""torch's static int8 (fwbench.precisions.INT8_STATIC): the PT2E flow with the x86 Inductor
+quantizer, as torch's own tutorial ("PyTorch 2 Export Quantization with X86 Backend through
+Inductor") has its users quantize for the CPU, from torchao (torch.ao's PT2E quantization moved
+there).
+
+The float32 module is captured by torch.export, annotated by X86InductorQuantizer's default
+static config (activations uint8 per tensor, HistogramObserver; weights int8 per output
+channel, symmetric, PerChannelMinMaxObserver), calibrated on the seeded calibration set
+(fwbench.model.weights.make_calibration), and converted: quantize and dequantize nodes around
+each product, which inductor (with freezing) lowers to oneDNN's integer kernels
+(qlinear_pointwise, qconv_pointwise). The aoti export packages the converted program
+(frameworks.torch.export).
+
+`quantization_steps` reads every rounding of a converted module at an input (what
+model.precision_bound.quantization_bound needs): the AOTInductor package's constants cannot be
+read back, so the checks job redoes the quantization, deterministic from the same weights and
+calibration set.
+"""
+
+from __future__ import annotations
+
+import time
+from importlib.metadata import version as distribution_version
+from typing import Any
+
+import numpy as np
+import torch
+
+from fwbench.model.precision_bound import rounding_step
+
+SETTINGS = {
+    "method": "torchao PT2E: prepare_pt2e, calibration, convert_pt2e",
+    "quantizer": "X86InductorQuantizer, get_default_x86_inductor_quantization_config()",
+    "activations": "uint8 per tensor, affine (HistogramObserver), scales fixed by calibration",
+    "weights": "int8 per output channel, symmetric (PerChannelMinMaxObserver)",
+    "lowered_by": "inductor with freezing: oneDNN's qlinear/qconv kernels",
+}
+
+
+def pt2e(
+    module: torch.nn.Module, example: torch.Tensor, batch: Any, calibration: list[np.ndarray]
+) -> tuple[torch.fx.GraphModule, dict[str, Any]]:
+    """The converted module of a float32 `module` (its batch axis dynamic) calibrated on
+    `calibration` (neutral layout, torch's own), and what a manifest records of it."""
+    import torchao.quantization.pt2e.quantizer.x86_inductor_quantizer as x86
+    from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+
+    if not calibration:
+        raise ValueError("torch's PT2E static quantization needs a calibration set")
+    start = time.perf_counter()
+    with torch.no_grad():
+        captured = torch.export.export(module, (example,), dynamic_shapes=({0: batch},))
+        quantizer = x86.X86InductorQuantizer()
+        quantizer.set_global(x86.get_default_x86_inductor_quantization_config())
+        prepared = prepare_pt2e(captured.module(), quantizer)
+        for rows in calibration:
+            prepared(torch.from_numpy(rows).to(example.device))
+        converted = convert_pt2e(prepared)
+    details = SETTINGS | {
+        "torchao": distribution_version("torchao"),
+        "quantize_s": time.perf_counter() - start,
+    }
+    return converted, details
+
+
+_QUANTIZE = "quantized_decomposed.quantize_per_tensor.default"
+_DEQUANTIZE_WEIGHT = (
+    "quantized_decomposed.dequantize_per_channel.default",
+    "quantized_decomposed.dequantize_per_tensor.default",
+)
+
+
+def quantization_steps(converted: torch.fx.GraphModule, x: torch.Tensor) -> list[float]:
+    """c of each rounding of a converted module at `x`: each activation's quantize_per_tensor
+    (its output less its zero point) and each weight's stored int8 (a dequantize of a constant,
+    per channel along its axis)."""
+    values = _run_keeping_values(converted, x)
+    steps = []
+    for node in converted.graph.nodes:
+        if str(node.target) == _QUANTIZE:
+            steps.append(rounding_step(_centred(values[node.name], node.args[2])))
+        elif str(node.target) in _DEQUANTIZE_WEIGHT and node.args[0].op == "get_attr":
+            q, zero = values[node.args[0].name], values.get(getattr(node.args[2], "name", ""))
+            zero = node.args[2] if zero is None else zero
+            axis = node.args[3] if str(node.target) == _DEQUANTIZE_WEIGHT[0] else None
+            steps.append(rounding_step(_centred(q, zero, axis)))
+    if not steps:
+        raise RuntimeError("the converted module rounds no value to integers: nothing to bound")
+    return steps
+
+
+def _centred(q: torch.Tensor, zero: Any, axis: int | None = None) -> np.ndarray:
+    values = q.to(torch.float64).numpy()
+    zero = np.asarray(zero.numpy() if isinstance(zero, torch.Tensor) else zero, np.float64)
+    if zero.ndim and axis is not None:  # one zero point per channel
+        zero = zero.reshape([-1 if a == axis % values.ndim else 1 for a in range(values.ndim)])
+    return values - zero
+
+
+def _run_keeping_values(module: torch.fx.GraphModule, x: torch.Tensor) -> dict[str, Any]:
+    """Every node's value when `module` runs on `x` (a torch.fx.Interpreter that keeps them)."""
+    kept: dict[str, Any] = {}
+
+    class Keeping(torch.fx.Interpreter):
+        def run_node(self, node: torch.fx.Node) -> Any:
+            kept[node.name] = result = super().run_node(node)
+            return result
+
+    with torch.no_grad():
+        Keeping(module).run(x)
+    return kept
