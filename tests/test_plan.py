@@ -12,7 +12,7 @@ import pytest
 from fwbench.plan import CellRequest, paths, refuse_moved_keys
 from fwbench.plan.versions import env_file, versions_source
 
-from conftest import REPO, SMOKE
+from conftest import REPO, SMOKE, snakemake
 from plans import FAKE_VERSIONS, plan_of, validated
 
 DEFAULT = str(REPO / "config/config.yaml")
@@ -351,6 +351,21 @@ def test_wildcards_allow_only_configured_values():
     patterns = plan_of(base=SMOKE).wildcard_patterns()
     assert patterns["arch"] == "mlp|lstm" and patterns["batch"] == "1|8"
     assert patterns["system"] == "local" and patterns["process"] == "[1-9][0-9]*"
+    assert patterns["precision_tag"] == r"(?:|\-bf16)"
+
+
+def test_float32_alone_plans_every_cell(tmp_path):
+    """precision.low: [] leaves float32's empty tag the only one: a constraint that matches
+    it, not an empty one Snakemake ignores (its default, one character or more, would leave
+    no rule for any cell)."""
+    assert (
+        plan_of({"precision": {"low": []}}, base=SMOKE).wildcard_patterns()["precision_tag"]
+        == "(?:)"
+    )
+    (tmp_path / "float32.yaml").write_text("precision: {low: []}\n")
+    result = snakemake("-n", "--configfile", SMOKE, str(tmp_path / "float32.yaml"), cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "b8-bf16.nc" not in result.stdout and "/b8.nc" in result.stdout
 
 
 def test_the_checks_hold_each_swept_low_precision_of_each_architecture_and_mode():

@@ -375,8 +375,7 @@ QUANTIZED_BY = {
 @pytest.mark.parametrize(
     "framework, mode, precision",
     [
-        ("torch", "onnxrt", INT8),
-        ("tensorflow", "onnxrt", INT8),
+        ("torch", "onnxrt", INT8),  # tensorflow's onnxrt: the same quantizer, test_runtimes' export
         ("tensorflow", "litert", INT8),
         ("torch", "onnxrt", INT8_STATIC),
         ("tensorflow", "litert", INT8_STATIC),

@@ -284,7 +284,9 @@ class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
             "arch": _alternatives(self.config["architectures"]),
             "batch": _alternatives(self.config["batch_sizes"]),
             "process": r"[1-9][0-9]*",
-            "precision_tag": _alternatives(self.precision_tags),
+            # float32's tag is empty: grouped, so that float32 alone (precision.low: []) is a
+            # pattern matching the empty tag, not an empty constraint Snakemake would ignore
+            "precision_tag": f"(?:{_alternatives(self.precision_tags)})",
             "set": r"[0-9]+",
             "dtype": _alternatives(OWN_JOB_DTYPES),
             "version": _alternatives(sorted(versions)),
