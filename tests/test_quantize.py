@@ -435,3 +435,38 @@ def quantize_raw_torch_export(workdir: str) -> None:
     except Exception as raised:
         error = f"{type(raised).__name__}: {raised}"
     (Path(workdir) / "error.txt").write_text(error)
+
+
+# ---- torch's PT2E ---------------------------------------------------------------------------
+
+
+def _captured_same_conv():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchao")
+    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3, padding="same"), torch.nn.ReLU()).eval()
+    example = torch.zeros(2, 3, 6, 6)
+    batch = torch.export.Dim("batch", min=1)
+    captured = torch.export.export(conv, (example,), dynamic_shapes=({0: batch},)).module()
+    return torch, conv, captured
+
+
+def test_torchaos_x86_quantizer_refuses_a_same_padded_convolution_that_explicit_padding_fixes():
+    """The behaviour frameworks.torch.quantize.explicit_same_padding works around: when this
+    quantizer takes aten.conv2d.padding, the first assertion fails and the workaround goes."""
+    torch, conv, captured = _captured_same_conv()
+    import torchao.quantization.pt2e.quantizer.x86_inductor_quantizer as x86
+
+    from fwbench.frameworks.torch.quantize import explicit_same_padding
+
+    quantizer = x86.X86InductorQuantizer()
+    quantizer.set_global(x86.get_default_x86_inductor_quantization_config())
+    with pytest.raises(ValueError, match="is not an aten conv2d operator"):
+        quantizer.annotate(captured)
+    torch, conv, captured = _captured_same_conv()
+    x = torch.randn(5, 3, 6, 6)
+    rewritten = explicit_same_padding(captured)
+    targets = {node.target for node in rewritten.graph.nodes}
+    assert torch.ops.aten.conv2d.default in targets
+    assert torch.ops.aten.conv2d.padding not in targets
+    torch.testing.assert_close(rewritten(x), conv(x))  # the same function
+    quantizer.annotate(rewritten)  # and the quantizer takes it
