@@ -12,6 +12,7 @@ from fwbench.model import reference
 from fwbench.model.precision_bound import (
     FAILURE_PROBABILITY,
     error_bound,
+    moves_data,
     rounding_step,
     roundings,
 )
@@ -84,3 +85,10 @@ def test_a_rounding_steps_c_is_half_a_step_over_the_rms_and_zero_where_nothing_r
     assert rounding_step(np.array([3.0, -4.0])) == pytest.approx(1 / (2 * math.sqrt(12.5)))
     # an all-zero tensor (a recurrence's initial state) sits on its zero point: exact
     assert rounding_step(np.zeros((2, 3))) == 0.0
+
+
+def test_a_data_move_is_named_alike_in_onnx_tflite_and_aten_and_a_computation_is_not():
+    for op in ("MaxPool", "MAX_POOL_2D", "max_pool2d", "Reshape", "RESHAPE", "view", "flatten"):
+        assert moves_data(op), op
+    for op in ("Conv", "CONV_2D", "Add", "FULLY_CONNECTED", "Softmax", "QUANTIZE", "relu"):
+        assert not moves_data(op), op

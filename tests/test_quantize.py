@@ -254,6 +254,9 @@ onednn_verbose,v1,primitive,exec,cpu,matmul,brg_matmul:avx10_1_512,undef,\
 src:f32:a:blocked:ab::f0 wei:f32:a:blocked:ab::f0 dst:f32:a:blocked:ab::f0,,,4x1024:1024x10,0.01
 onednn_verbose,v1,primitive,exec,cpu,reorder,jit:uni,undef,\
 src:f32::blocked:ab::f0 dst:u8::blocked:ab::f0,,,4x1024,0.002
+onednn_verbose,v1,primitive,exec,cpu,rnn,ref:any,forward_inference,\\
+src_layer:f32::blocked:abc::f0 src_iter:f32::blocked:abcd::f0 dst_layer:f32::blocked:abc::f0,,,\\
+l1t4mb2sic8slc8dhc8dic8,0.01
 onednn_verbose,v1,primitive,create:cache_miss,cpu,matmul,brg_matmul:avx10_1_512,undef,\
 src:f32:a:blocked:ab::f0 dst:f32:a:blocked:ab::f0,,,4x1024:1024x10,0.5
 """.replace("\\\n", "")
@@ -267,9 +270,10 @@ def test_onednns_verbose_log_gives_its_products_time_by_source_dtype_and_the_isa
         ("convolution", "brg_conv_fwd:avx10_1_512_amx", "int8", "int8"),
         ("matmul", "brg_matmul:avx10_1_512", "float32", "float32"),
         ("reorder", "jit:uni", "float32", "int8"),
+        ("rnn", "ref:any", "float32", "float32"),  # its tensors: src_layer, dst_layer
     ]
     found = of_onednn_log(ONEDNN_LOG, "int8", calls=1)
-    assert found.shares == pytest.approx({"int8": 0.75, "float32": 0.25})
+    assert found.shares == pytest.approx({"int8": 0.6, "float32": 0.4})
     assert found.basis == KERNEL_TIME and found.casts == 1  # the f32 -> u8 reorder
     assert "brg_conv_fwd:avx10_1_512_amx" in found.note() and "verbose log" in found.note()
 
@@ -280,10 +284,17 @@ def test_stdout_captured_takes_what_c_code_writes_to_file_descriptor_one():
     from fwbench.host.onednn import stdout_captured
 
     libc = ctypes.CDLL(None)
+    before = os.fstat(1)
     with stdout_captured() as captured:
         libc.printf(b"from C, buffered\n")
         os.write(1, b"straight to the descriptor\n")
     assert "from C, buffered" in captured[0] and "straight to the descriptor" in captured[0]
+    with pytest.raises(RuntimeError), stdout_captured() as failed:
+        os.write(1, b"before the error\n")
+        raise RuntimeError("inside")
+    assert "before the error" in failed[0]
+    after = os.fstat(1)  # descriptor 1 is what it was, even after an error inside
+    assert (after.st_dev, after.st_ino) == (before.st_dev, before.st_ino)
 
 
 # ---- LiteRT's products and steps, read from the file --------------------------------------

@@ -171,8 +171,9 @@ ONEDNN_TYPES = {
     "s8": "int8",
 }
 ONEDNN_PRODUCTS = ("convolution", "deconvolution", "inner_product", "matmul", "rnn")
-_ONEDNN_SOURCE = re.compile(r"(?:^|\s)src[:_]([a-z0-9]+)")
-_ONEDNN_DESTINATION = re.compile(r"(?:^|\s)dst[:_]([a-z0-9]+)")
+# `src:u8::...` (oneDNN 3), `src_u8::...` (2), an RNN's `src_layer:f32::...`
+_ONEDNN_SOURCE = re.compile(r"(?:^|\s)src(?:_layer)?[:_]([a-z0-9]+)")
+_ONEDNN_DESTINATION = re.compile(r"(?:^|\s)dst(?:_layer)?[:_]([a-z0-9]+)")
 
 
 def onednn_executions(log: str) -> list[tuple[str, str, str, str, float]]:

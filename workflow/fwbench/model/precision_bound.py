@@ -20,14 +20,19 @@ useless at these widths); a kernel that accumulates in bfloat16 adds λ√n·u a
 which is an accuracy cost the check then marks. For the recurrent nets the gain-1 assumption
 over every time step makes the bound loose (a tanh recurrence forgets early errors).
 
-A quantized model (int8) rounds differently: each operand of an integer product (a weight
-tensor, a call's activations) is rounded to a multiple of its own scale s, an error of at most
-s/2 per value, and the product is exact in int32. Relative to the operand's rms that is
-c = (s/2) / rms = 1 / (2·rms(q − zero point)) for the integers q it was rounded to, read from
-the artifact's weights and, for activations, from the quantized values at the check's input
-(fwbench.runtimes' quantization_steps). With the same model (independent, mean-zero errors,
-gain at most 1), Hoeffding's inequality over the K roundings gives λ·√(Σ c²), the same form
-as λ·u·√R with u the roundings' rms c. Operators left in float32 add nothing measurable.
+A quantized model (int8, int8_static) rounds differently: each operand of an integer product
+(a weight tensor, a call's activations) is rounded to a multiple of its own scale s, an error
+of at most s/2 per value, and the product is exact in int32; a static model also rounds each
+product's output and the other ops' outputs it keeps in 8 bits (a data move's output on its
+input's grid rounds nothing: `moves_data`). An activation beyond its calibrated range is
+clipped, an error this bound does not cover: the check's error shows it. Relative to the
+operand's rms the rounding is c = (s/2) / rms = 1 / (2·rms(q − zero point)) for the integers q
+it was rounded to, read from the artifact's weights and, for activations, from the quantized
+values at the check's input (fwbench.runtimes' quantization_steps). With the same model
+(independent, mean-zero errors, gain at most 1), Hoeffding's inequality over the K roundings
+gives λ·√(Σ c²), the same form as λ·u·√R with u the roundings' rms c. Operators left in
+float32 add nothing measurable. Over many roundings (a transformer's or an unrolled
+recurrence's static quantization) the gain-1 assumption makes the bound loose.
 """
 
 from __future__ import annotations
@@ -128,3 +133,20 @@ def error_bound(spec: ArchSpec, precision: str, outputs: int) -> Bound:
     u, count = UNIT_ROUNDOFF[precision], roundings(spec)
     lam = _lam(outputs)
     return Bound(lam * u * math.sqrt(count), count, u, lam)
+
+
+# Ops that move values without computing: a static quantization quantizes their output again
+# at their input's scale and zero point (ORT's QDQ, LiteRT's full integer, torch's PT2E share
+# the input's parameters there), which rounds a value already on that grid, exactly: not a
+# rounding of the bound. Named as each format names them, normalized (`moves_data`).
+DATA_MOVES = frozenset(
+    {"transpose", "permute", "reshape", "view", "squeeze", "unsqueeze", "flatten", "identity"}
+    | {"maxpool", "slice", "gather", "expand", "split", "clone", "contiguous"}
+)
+
+
+def moves_data(op: str) -> bool:
+    """Whether an op (ONNX `MaxPool`, TFLite `MAX_POOL_2D`, aten `max_pool2d`) only moves
+    values (DATA_MOVES)."""
+    name = op.lower().replace("_", "")
+    return name.rstrip("123d") in DATA_MOVES or name in DATA_MOVES

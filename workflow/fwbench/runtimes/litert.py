@@ -2,11 +2,13 @@
 mode (frameworks.tensorflow.export converts the Keras model). The only module that imports
 ai_edge_litert.
 
-An int8 artifact is the converter's dynamic-range quantization (frameworks.tensorflow.export):
-what its products compute in is read from the file itself (each product's operand types, as a
-FLOP share: LiteRT's Python interpreter has no profiler) and its bound's quantization steps
-from its weights and, for the activations the hybrid kernels quantize per call, from a run of
-the builtin kernels that keeps every tensor (products_precision, quantization_steps).
+An int8 artifact is the converter's dynamic-range quantization, an int8_static one its
+full-integer quantization (frameworks.tensorflow.export): what its products compute in is read
+from the file itself (each product's operand types, as a FLOP share: LiteRT's Python
+interpreter has no profiler) and its bound's quantization steps from a run of the builtin
+kernels that keeps every tensor: its int8 weights, and the activations the hybrid kernels
+quantize per call (int8) or the int8 tensors its operators write (int8_static)
+(products_precision, quantization_steps).
 
 The interpreter gets exactly the cell's threads (`num_threads`; LiteRT's own default is 1:
 never relied on) and its default op resolver, which applies the XNNPACK delegate to the float
@@ -30,7 +32,7 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from fwbench.frameworks.kernel_precision import FLOP, KernelPrecision, of_work
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.trace import Trace
-from fwbench.model.precision_bound import rounding_step
+from fwbench.model.precision_bound import moves_data, rounding_step
 from fwbench.model.weights import Weights
 from fwbench.precisions import arithmetic_of
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
@@ -147,15 +149,23 @@ class Product:
         return (np.swapaxes(x, -1, -2) if self.adjoint else x).reshape(-1, depth)
 
 
-def products_of(path: str) -> tuple[list[Product], int]:
-    """The matrix products of a .tflite file's main graph, and its count of casts (QUANTIZE,
-    DEQUANTIZE ops), read from the flatbuffer with LiteRT's own schema."""
+def operators_of(path: str) -> list[tuple[str, Any]]:
+    """(op name, operator) of each operator of a .tflite file's main graph, in order, read
+    from the flatbuffer with LiteRT's own schema."""
     with open(path, "rb") as handle:
         model = schema.ModelT.InitFromObj(schema.Model.GetRootAs(handle.read(), 0))
-    products, casts = [], 0
+    found = []
     for operator in model.subgraphs[0].operators:
         code = model.operatorCodes[operator.opcodeIndex]
-        op = _OPS.get(max(code.builtinCode, code.deprecatedBuiltinCode), "")
+        found.append((_OPS.get(max(code.builtinCode, code.deprecatedBuiltinCode), ""), operator))
+    return found
+
+
+def products_of(path: str) -> tuple[list[Product], int]:
+    """The matrix products of a .tflite file's main graph, and its count of casts (QUANTIZE,
+    DEQUANTIZE ops)."""
+    products, casts = [], 0
+    for op, operator in operators_of(path):
         casts += op in CASTS
         if op in PRODUCTS:
             options = operator.builtinOptions
@@ -210,29 +220,46 @@ def products_precision(path: str, x: np.ndarray, threads: int, low: str) -> Kern
 
 
 def quantization_steps(path: str, x: np.ndarray, threads: int) -> list[float]:
-    """For each operand of each product whose weight is stored in int8, at `x`: its largest
-    rounding error relative to its rms, (step/2) / rms(what it rounded) = 1 / (2·rms(q − zero
-    point)). A stored operand's q is read from the file; a float32 input, which the hybrid
-    kernel quantizes per call, is taken from a run of the builtin kernels and divided by the
-    step the kernel takes for each row (Product.rows): its range / 255 where the op quantizes
-    asymmetrically, else its largest magnitude / 127 (the coarser step)."""
+    """For each rounding to int8 in the file at `x` (a run of the builtin kernels that keeps
+    every tensor): its largest rounding error relative to its rms, (step/2) / rms(what it
+    rounded) = 1 / (2·rms(q − zero point)). Rounded are each product's int8 weight (q read
+    from the file); in a dynamic-range file each such product's float32 input, which the hybrid
+    kernel quantizes per call, divided by the step the kernel takes for each row
+    (Product.rows): its range / 255 where the op quantizes asymmetrically, else its largest
+    magnitude / 127 (the coarser step); in a full-integer file each int8 tensor an operator
+    writes (q read from the run), but a data move's output on its input's grid, which rounds
+    nothing (model.precision_bound.moves_data)."""
     products, _ = products_of(path)
     interpreter = _builtin_run(path, x, threads)
     tensors = _tensors(interpreter)
     shapes = {index: tuple(d["shape"]) for index, d in tensors.items()}
+
+    def int8(index: int) -> bool:
+        return np.dtype(tensors[index]["dtype"]) == np.int8
+
+    def stored(index: int) -> float:
+        value = interpreter.get_tensor(index)
+        return _stored_step(value, tensors[index]["quantization_parameters"])
+
     steps = []
-    for product in products:
-        if np.dtype(tensors[product.weight]["dtype"]) != np.int8:
-            continue
-        for index in (product.input, product.weight):
-            value = interpreter.get_tensor(index)
-            if value.dtype == np.int8:
-                steps.append(_stored_step(value, tensors[index]["quantization_parameters"]))
-            else:
-                steps.append(_dynamic_step(product.rows(value, shapes), product.asymmetric))
+    for product in (p for p in products if int8(p.weight)):
+        steps.append(stored(product.weight))
+        if not int8(product.input):  # a hybrid kernel rounds its float input per call
+            rows = product.rows(interpreter.get_tensor(product.input), shapes)
+            steps.append(_dynamic_step(rows, product.asymmetric))
+    for op, operator in operators_of(path):
+        for output in (int(i) for i in operator.outputs if int8(int(i))):
+            if not (moves_data(op) and _same_grid(tensors, int(operator.inputs[0]), output)):
+                steps.append(stored(output))
     if not steps:
-        raise RuntimeError(f"{path} holds no product with int8 weights to bound")
+        raise RuntimeError(f"{path} rounds no value to int8: nothing to bound")
     return steps
+
+
+def _same_grid(tensors: dict[int, dict[str, Any]], a: int, b: int) -> bool:
+    """Whether two tensors hold values on one grid: the same scales and zero points."""
+    first, second = (tensors[i]["quantization_parameters"] for i in (a, b))
+    return all(np.array_equal(first[key], second[key]) for key in ("scales", "zero_points"))
 
 
 def _stored_step(q: np.ndarray, parameters: dict[str, Any]) -> float:

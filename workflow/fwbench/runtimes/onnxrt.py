@@ -24,15 +24,17 @@ to_numpy reads as float32. Where ONNX Runtime has no kernel for a bf16 op (its C
 has none for MatMul, Gemm, Conv...) the session raises at creation: the cell fails with its
 message.
 
-An int8 cell loads ONNX Runtime's own quantization of the framework's float32 export
-(`quantize`, in the export job): dynamic quantization, the method ORT's documentation advises
-for RNN and transformer models and the one needing no calibration data (static QDQ, which it
-advises for CNNs, needs a calibration set and is not built yet): weights rounded to int8
-(symmetric, one scale per tensor), each call's activations to uint8 by a scale taken from that
-call's range (DynamicQuantizeLinear), products in int32 (MatMulInteger, ConvInteger; ORT's
-optimizer fuses them to DynamicQuantizeMatMul). Operators it cannot quantize stay float32
-(an LSTM whose weights the exporter computes, say): the kernel-precision pass says how much.
-Inputs and outputs stay float32.
+An int8 or int8_static cell loads ONNX Runtime's own quantization of the framework's float32
+export (`quantize`, in the export job). int8 is dynamic quantization, the method ONNX Runtime's
+documentation advises for RNN and transformer models and the one needing no calibration data:
+weights rounded to int8 (symmetric, one scale per tensor), each call's activations to uint8 by
+a scale taken from that call's range (DynamicQuantizeLinear), products in int32
+(MatMulInteger, ConvInteger; ORT's optimizer fuses them to DynamicQuantizeMatMul). int8_static
+is static QDQ quantization (quantize_static), which it advises for CNNs: every activation's
+uint8 scale fixed by the seeded calibration set's ranges, QuantizeLinear/DequantizeLinear pairs
+that the optimizer fuses into integer kernels (QLinearConv, QLinearMatMul). Operators they
+cannot quantize stay float32 (an LSTM whose weights the exporter computes, say): the
+kernel-precision pass says how much. Inputs and outputs stay float32.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ from fwbench.frameworks.kernel_precision import (
 )
 from fwbench.frameworks.protocols import CompileInfo, Exported, NullCall
 from fwbench.frameworks.trace import Trace, nested
-from fwbench.model.precision_bound import rounding_step
+from fwbench.model.precision_bound import moves_data, rounding_step
 from fwbench.model.weights import Weights
 from fwbench.precisions import arithmetic_of
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
@@ -485,7 +487,7 @@ def _first_input_type(event: dict[str, Any]) -> str:
 
 
 def quantization_steps(model_path: str, feed: dict[str, Any], threads: int) -> list[float]:
-    """For each value a quantized ONNX model rounds to integers (`_rounded`), at `feed`: the
+    """For each value a quantized ONNX model rounds to integers (`_roundings`), at `feed`: the
     largest rounding error relative to the value's rms, (step/2) / rms(step·(q − zero
     point)) = 1 / (2·rms(q − zero point)). Weights are read from the model; activations are
     fetched by running it, unoptimized, with them as outputs (the same quantization). A static
@@ -512,14 +514,6 @@ def quantization_steps(model_path: str, feed: dict[str, Any], threads: int) -> l
     return steps
 
 
-# Ops that move values without computing: a static QDQ model quantizes their output again at
-# their input's scale and zero point, which rounds a value already on that grid, exactly.
-EXACT_MOVES = frozenset(
-    {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Identity", "MaxPool", "Slice"}
-    | {"Gather", "Expand", "Split"}
-)
-
-
 def _roundings(nodes: list[Any], constants: dict[str, np.ndarray]) -> list[tuple]:
     """Each value a quantized model rounds to integers: (the rounded value, its zero point or
     '', the axis a per-channel zero point runs along). A dynamic quantization's integer product
@@ -542,10 +536,10 @@ def _roundings(nodes: list[Any], constants: dict[str, np.ndarray]) -> list[tuple
 
 
 def _requantizes(node: Any, made: dict[str, Any], constants: dict[str, np.ndarray]) -> bool:
-    """Whether a QuantizeLinear rounds values already on its grid: an EXACT_MOVES op's output
+    """Whether a QuantizeLinear rounds values already on its grid: a data move's output
     whose input a DequantizeLinear of the same scale and zero point made."""
     move = made.get(node.input[0])
-    if move is None or move.op_type not in EXACT_MOVES:
+    if move is None or not moves_data(move.op_type):
         return False
     source = made.get(move.input[0])
     if source is None or source.op_type != "DequantizeLinear":

@@ -13,8 +13,8 @@ each product, which inductor (with freezing) lowers to oneDNN's integer kernels
 
 `quantization_steps` reads every rounding of a converted module at an input (what
 model.precision_bound.quantization_bound needs): the AOTInductor package's constants cannot be
-read back, so the checks job redoes the quantization, deterministic from the same weights and
-calibration set.
+read back, so the checks job redoes the quantization from the same weights and calibration
+set (its observers' ranges equal up to float summation order).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fwbench.model.precision_bound import rounding_step
+from fwbench.model.precision_bound import moves_data, rounding_step
 
 SETTINGS = {
     "method": "torchao PT2E: prepare_pt2e, calibration, convert_pt2e",
@@ -47,6 +47,10 @@ def pt2e(
 
     if not calibration:
         raise ValueError("torch's PT2E static quantization needs a calibration set")
+    if example.device.type != "cpu":
+        raise ValueError(
+            f"the x86 Inductor quantizer lowers to oneDNN's CPU kernels, not {example.device}"
+        )
     start = time.perf_counter()
     with torch.no_grad():
         captured = torch.export.export(module, (example,), dynamic_shapes=({0: batch},))
@@ -100,12 +104,13 @@ _DEQUANTIZE_WEIGHT = (
 
 def quantization_steps(converted: torch.fx.GraphModule, x: torch.Tensor) -> list[float]:
     """c of each rounding of a converted module at `x`: each activation's quantize_per_tensor
-    (its output less its zero point) and each weight's stored int8 (a dequantize of a constant,
-    per channel along its axis)."""
+    (its output less its zero point) but a requantization after a data move
+    (`_requantizes`), and each weight's stored int8 (a dequantize of a constant, per channel
+    along its axis)."""
     values = _run_keeping_values(converted, x)
     steps = []
     for node in converted.graph.nodes:
-        if str(node.target) == _QUANTIZE:
+        if str(node.target) == _QUANTIZE and not _requantizes(node):
             steps.append(rounding_step(_centred(values[node.name], node.args[2])))
         elif str(node.target) in _DEQUANTIZE_WEIGHT and node.args[0].op == "get_attr":
             q, zero = values[node.args[0].name], values.get(getattr(node.args[2], "name", ""))
@@ -115,6 +120,23 @@ def quantization_steps(converted: torch.fx.GraphModule, x: torch.Tensor) -> list
     if not steps:
         raise RuntimeError("the converted module rounds no value to integers: nothing to bound")
     return steps
+
+
+def _requantizes(node: torch.fx.Node) -> bool:
+    """Whether a quantize_per_tensor rounds values already on its grid: a data move's output
+    (model.precision_bound.moves_data) whose input a dequantize_per_tensor of the same scale and
+    zero point made."""
+    move = node.args[0]
+    if not isinstance(move, torch.fx.Node) or move.op != "call_function" or not move.args:
+        return False
+    if not moves_data(str(move.target).split(".")[1 if "." in str(move.target) else 0]):
+        return False
+    source = move.args[0]
+    return (
+        isinstance(source, torch.fx.Node)
+        and str(source.target) == "quantized_decomposed.dequantize_per_tensor.default"
+        and tuple(source.args[1:3]) == tuple(node.args[1:3])
+    )
 
 
 def _centred(q: torch.Tensor, zero: Any, axis: int | None = None) -> np.ndarray:

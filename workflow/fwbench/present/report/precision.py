@@ -61,7 +61,8 @@ INTRO = (
     "measure both in alternation, where the batch is theirs, else from the system's spread "
     "between processes: the `method` column says which). Accuracy: the largest "
     "error against the float64 reference at the check batch, normwise, beside the model's "
-    "rounding-error bound (for int8, from the artifact's own quantization scales; Cross-checks)."
+    "rounding-error bound (for int8 and int8_static, from the artifact's own quantization "
+    "scales; Cross-checks)."
 )
 
 
@@ -97,7 +98,8 @@ def _kernels_table(view: StatsView, batch: int) -> str:
         return ""
     how = "".join(f"- {variant}: {_how(note)}\n" for variant, note in bases.items() if note)
     return (
-        f"**Share of the work that ran in {view.precision}** (`low_precision_share`; "
+        f"**Share of the work that ran in {arithmetic_of(view.precision)}** "
+        "(`low_precision_share`; "
         f"**upcast**: below {UPCAST_BELOW:.0%}, the flag `upcast`):\n\n"
         + markdown_table(["variant", *archs], rows)
         + ("\nHow each variant's was seen:\n\n" + how if how else "")
