@@ -207,8 +207,7 @@ def precision_findings(
 def _compared(low: StatsView) -> list[CellKey]:
     """The low precision's cells with a speedup over float32."""
     ok = low.status() == STATUS_OK
-    keys = low.keys_where(ok & np.isfinite(low.values(V.speedup_vs_float32).astype(float)))
-    return keys
+    return low.keys_where(ok & np.isfinite(low.values(V.speedup_vs_float32).astype(float)))
 
 
 def _verdicts(low: StatsView, compared: list[CellKey]) -> str:
