@@ -114,6 +114,20 @@ def rounding_step(centred: Any) -> float:
     return 1.0 / (2.0 * rms) if rms > 0 else 0.0  # all at the zero point: rounded exactly
 
 
+def integer_step(q: Any, zero: Any = 0.0, axis: int | None = None) -> float:
+    """c of a tensor rounded to the integers `q` (any array: numpy, torch) with zero point
+    `zero`: one, none (an empty array: 0), or one per channel along `axis`."""
+    values = np.asarray(q, np.float64)
+    zero = np.asarray(zero, np.float64)
+    if zero.size > 1:
+        if axis is None:
+            raise ValueError(f"{zero.size} zero points but no axis they run along")
+        zero = zero.reshape([-1 if a == axis % values.ndim else 1 for a in range(values.ndim)])
+    else:
+        zero = zero.reshape(()) if zero.size else np.zeros(())
+    return rounding_step(values - zero)
+
+
 def quantization_bound(steps: Sequence[float], outputs: int) -> Bound:
     """The normwise relative error a quantized model may show over `outputs` values, from
     each rounding's relative step c (the module's docstring derives it); raises on none."""

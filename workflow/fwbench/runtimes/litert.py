@@ -32,7 +32,7 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from fwbench.frameworks.kernel_precision import FLOP, KernelPrecision, of_work
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.trace import Trace
-from fwbench.model.precision_bound import moves_data, rounding_step
+from fwbench.model.precision_bound import integer_step, moves_data, rounding_step
 from fwbench.model.weights import Weights
 from fwbench.precisions import arithmetic_of
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
@@ -263,12 +263,9 @@ def _same_grid(tensors: dict[int, dict[str, Any]], a: int, b: int) -> bool:
 
 
 def _stored_step(q: np.ndarray, parameters: dict[str, Any]) -> float:
-    zero = np.asarray(parameters["zero_points"], np.float64)
-    if zero.size > 1:  # one zero point per channel of the quantized dimension
-        axis = int(parameters["quantized_dimension"])
-        zero = zero.reshape([-1 if a == axis else 1 for a in range(q.ndim)])
-    centred = q.astype(np.float64) - (zero if zero.size else 0.0)
-    return rounding_step(centred)
+    """A stored int8 tensor's c, its zero points per channel of its quantized dimension."""
+    axis = int(parameters["quantized_dimension"])
+    return integer_step(q, parameters["zero_points"], axis)
 
 
 def _dynamic_step(rows: np.ndarray, asymmetric: bool) -> float:

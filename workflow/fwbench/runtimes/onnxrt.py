@@ -60,7 +60,7 @@ from fwbench.frameworks.kernel_precision import (
 )
 from fwbench.frameworks.protocols import CompileInfo, Exported, NullCall
 from fwbench.frameworks.trace import Trace, nested
-from fwbench.model.precision_bound import moves_data, rounding_step
+from fwbench.model.precision_bound import integer_step, moves_data
 from fwbench.model.weights import Weights
 from fwbench.precisions import arithmetic_of
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
@@ -506,11 +506,7 @@ def quantization_steps(model_path: str, feed: dict[str, Any], threads: int) -> l
     values = constants | _fetched(model, fetch, feed, threads)
     steps = []
     for value, zero, axis in pairs:
-        q = values[value].astype(np.float64)
-        zp = np.asarray(values[zero], np.float64) if zero else np.zeros(())
-        if zp.ndim and axis is not None:  # one zero point per output channel
-            zp = zp.reshape([-1 if a == axis % q.ndim else 1 for a in range(q.ndim)])
-        steps.append(rounding_step(q - zp))
+        steps.append(integer_step(values[value], values[zero] if zero else 0.0, axis))
     return steps
 
 

@@ -241,8 +241,8 @@ class TorchRunner(BaseRunner):
     def quantization_steps(self, prepared: torch.Tensor) -> list[float]:
         """Per rounding to an integer at this input (model.precision_bound.quantization_bound):
         an AOTInductor package's constants cannot be read back, so the PT2E quantization is
-        redone from the same weights and calibration set (deterministic) and its converted
-        module run (frameworks.torch.quantize)."""
+        redone from the same weights and calibration set (its ranges equal up to float
+        summation order) and its converted module run (frameworks.torch.quantize)."""
         from fwbench.frameworks.torch.export import EXAMPLE_BATCH
         from fwbench.model.weights import make_calibration
 

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fwbench.model.precision_bound import moves_data, rounding_step
+from fwbench.model.precision_bound import integer_step, moves_data
 
 SETTINGS = {
     "method": "torchao PT2E: prepare_pt2e, calibration, convert_pt2e",
@@ -111,12 +111,12 @@ def quantization_steps(converted: torch.fx.GraphModule, x: torch.Tensor) -> list
     steps = []
     for node in converted.graph.nodes:
         if str(node.target) == _QUANTIZE and not _requantizes(node):
-            steps.append(rounding_step(_centred(values[node.name], node.args[2])))
+            steps.append(integer_step(values[node.name], node.args[2]))
         elif str(node.target) in _DEQUANTIZE_WEIGHT and node.args[0].op == "get_attr":
             q, zero = values[node.args[0].name], values.get(getattr(node.args[2], "name", ""))
             zero = node.args[2] if zero is None else zero
             axis = node.args[3] if str(node.target) == _DEQUANTIZE_WEIGHT[0] else None
-            steps.append(rounding_step(_centred(q, zero, axis)))
+            steps.append(integer_step(q, zero, axis))
     if not steps:
         raise RuntimeError("the converted module rounds no value to integers: nothing to bound")
     return steps
@@ -137,14 +137,6 @@ def _requantizes(node: torch.fx.Node) -> bool:
         and str(source.target) == "quantized_decomposed.dequantize_per_tensor.default"
         and tuple(source.args[1:3]) == tuple(node.args[1:3])
     )
-
-
-def _centred(q: torch.Tensor, zero: Any, axis: int | None = None) -> np.ndarray:
-    values = q.to(torch.float64).numpy()
-    zero = np.asarray(zero.numpy() if isinstance(zero, torch.Tensor) else zero, np.float64)
-    if zero.ndim and axis is not None:  # one zero point per channel
-        zero = zero.reshape([-1 if a == axis % values.ndim else 1 for a in range(values.ndim)])
-    return values - zero
 
 
 def _run_keeping_values(module: torch.fx.GraphModule, x: torch.Tensor) -> dict[str, Any]:
