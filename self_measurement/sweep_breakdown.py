@@ -15,7 +15,10 @@ The sweep's wall time is the span of the Snakemake log; what no window covers is
 start-up, Snakemake's scheduling, writing files and the other jobs (hardware, checks,
 aggregation, figures, report). Last, per rule, its jobs' count and the sum of their spans in
 the log (start to "Finished"): timing jobs run one at a time, so these add up to the wall time
-and say what a rule adds to the sweep, or what a rule another version lacks took from it.
+and say what a rule adds to the sweep, or what a rule another version lacks took from it; and
+per precision, what its jobs took (the jobs whose path names it: bench, export, train) plus its
+variants' share of the rounds' spans (the rounds alternate every precision's variants of a row,
+each variant a worker and a turn per round): what the sweep would save without it.
 """
 
 from __future__ import annotations
@@ -28,8 +31,10 @@ from collections import defaultdict
 from pathlib import Path
 
 from fwbench.io.cell_file import read_cell
-from fwbench.io.rounds_file import joined_rows
+from fwbench.io.rounds_file import joined_rows, read_rounds, variant_precisions
 from fwbench.io.train_file import read_run
+from fwbench.plan.paths import precision_of_tag
+from fwbench.precisions import FLOAT32
 
 PARTS = (
     "import_s",
@@ -134,29 +139,70 @@ def rounds_totals(workdir: Path) -> None:
 STAMP = r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]\n"
 
 
-def rule_spans(log: Path) -> dict[str, list[float]]:
-    """Per rule, each job's span in the log: its start stamp to its "Finished" stamp."""
+def rule_spans(log: Path) -> dict[str, list[tuple[float, str]]]:
+    """Per rule, each job's span in the log (its start stamp to its "Finished" stamp) and the
+    precision its path names (PRECISION_TAGS; "" where the rule has no precision wildcard)."""
     pieces = re.split(STAMP, log.read_text(), flags=re.M)
-    started: dict[str, tuple[str, dt.datetime]] = {}
-    spans: dict[str, list[float]] = defaultdict(list)
+    started: dict[str, tuple[str, dt.datetime, str]] = {}
+    spans: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for stamp, body in zip(pieces[1::2], pieces[2::2], strict=True):
         when = dt.datetime.strptime(stamp, "%a %b %d %H:%M:%S %Y")
         start = re.match(r"(?:local)?(?:rule|checkpoint) (\w+):", body)
         jobid = re.search(r"jobid: (\d+)", body)
         if start and jobid:
-            started[jobid.group(1)] = (start.group(1), when)
+            tag = re.search(r"precision_tag=([-a-z0-9]*)", body)
+            precision = precision_of_tag(tag.group(1)) if tag else ""
+            started[jobid.group(1)] = (start.group(1), when, precision)
         end = re.match(r"Finished jobid: (\d+)", body)
         if end and end.group(1) in started:
-            rule, began = started.pop(end.group(1))
-            spans[rule].append((when - began).total_seconds())
+            rule, began, precision = started.pop(end.group(1))
+            spans[rule].append(((when - began).total_seconds(), precision))
     return spans
 
 
-def print_rule_spans(log: Path) -> None:
+def print_rule_spans(log: Path) -> dict[str, list[tuple[float, str]]]:
     spans = rule_spans(log)
     print(f"\n{'rule':<18}{'jobs':>6}{'span_s':>10}")
-    for rule, seconds in sorted(spans.items(), key=lambda item: -sum(item[1])):
-        print(f"{rule:<18}{len(seconds):>6}{sum(seconds):>10.0f}")
+    for rule, jobs in sorted(spans.items(), key=lambda item: -sum(s for s, _ in item[1])):
+        print(f"{rule:<18}{len(jobs):>6}{sum(s for s, _ in jobs):>10.0f}")
+        by_precision: dict[str, list[float]] = defaultdict(list)
+        for seconds, precision in jobs:
+            if precision:
+                by_precision[precision].append(seconds)
+        if len(by_precision) > 1:
+            for precision, seconds in by_precision.items():
+                print(f"  {precision:<16}{len(seconds):>6}{sum(seconds):>10.0f}")
+    return spans
+
+
+def rounds_variant_shares(workdir: Path) -> dict[str, float]:
+    """Each precision's share of the rounds' variants (workers and turns), over every file."""
+    counts: dict[str, int] = defaultdict(int)
+    for path in sorted((workdir / "results/rounds").rglob("*.nc")):
+        for precision in variant_precisions(read_rounds(path)):
+            counts[precision] += 1
+    total = sum(counts.values())
+    return {precision: n / total for precision, n in counts.items()} if total else {}
+
+
+def print_precision_costs(spans: dict[str, list[tuple[float, str]]], workdir: Path) -> None:
+    """Per low precision: its jobs' spans plus its share of the rounds' spans."""
+    rounds_s = sum(seconds for seconds, _ in spans.get("rounds", []))
+    shares = rounds_variant_shares(workdir)
+    costs: dict[str, float] = defaultdict(float)
+    for jobs in spans.values():
+        for seconds, precision in jobs:
+            if precision and precision != FLOAT32:
+                costs[precision] += seconds
+    for precision, share in shares.items():
+        if precision != FLOAT32:
+            costs[precision] += share * rounds_s
+    if costs:
+        print(f"\n{'precision':<16}{'cost_s':>10}  (its jobs + its share of the rounds)")
+        for precision, seconds in costs.items():
+            print(f"{precision:<16}{seconds:>10.0f}")
+        total = sum(costs.values())
+        print(f"{'all low':<16}{total:>10.0f} = {total / 60:.1f} min")
 
 
 def log_span_s(log: Path) -> float:
@@ -225,7 +271,7 @@ def main() -> int:
             f"first calls + timed iterations + training epochs: {measured + epochs:.0f} s "
             f"({(measured + epochs) / wall:.0%} of wall)"
         )
-    print_rule_spans(log)
+    print_precision_costs(print_rule_spans(log), args.workdir)
     return 0
 
 

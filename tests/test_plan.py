@@ -40,19 +40,19 @@ def test_the_smoke_sweep_is_every_framework_mode_architecture_and_batch():
     assert plan.cell_files[0].startswith("results/cells/local/")
 
 
-def test_the_default_sweep_has_330_cells_and_80_artifacts():
+def test_the_default_sweep_has_335_cells_and_80_artifacts():
     plan = plan_of(base=DEFAULT)
     # float32: 12 variants × 5 architectures × 4 batches; bfloat16: 11 (all but litert) × 5
     # architectures at the table batch; int8: the 3 runtime paths (onnxrt ×2, litert) × 5
-    # architectures there; int8_static: those and torch's aoti (PT2E)
-    assert len(plan.cells) == 240 + 55 + 15 + 20
+    # architectures there; int8_static: those and torch's compiled and aoti (PT2E)
+    assert len(plan.cells) == 240 + 55 + 15 + 25
     # 5 export modes × 5 architectures in float32, 4 in bfloat16 (all but litert), 3 in int8,
-    # 4 in int8_static
+    # 4 in int8_static (compiled quantizes in its cells)
     assert len(plan.exports) == 25 + 20 + 15 + 20
     runtimes = {("torch", "onnxrt", 32), ("tensorflow", "onnxrt", 32), ("tensorflow", "litert", 32)}
     for precision, paths_ in (
         ("int8", runtimes),
-        ("int8_static", runtimes | {("torch", "aoti", 32)}),
+        ("int8_static", runtimes | {("torch", "aoti", 32), ("torch", "compiled", 32)}),
     ):
         quantized = {
             (c["framework"], c["mode"], c["batch"])
@@ -96,7 +96,7 @@ def test_a_precision_the_config_does_not_sweep_is_refused_naming_why(changes, na
 
 def test_the_low_precisions_follow_their_batches_and_architectures():
     everywhere = plan_of({"precision": {"batches": "all"}}, base=DEFAULT)
-    assert len(everywhere.cells) == 240 + 4 * (55 + 15 + 20)
+    assert len(everywhere.cells) == 240 + 4 * (55 + 15 + 25)
     none = plan_of({"precision": {"low": []}}, base=DEFAULT)
     assert len(none.cells) == 240 and len(none.exports) == 25
     some = plan_of({"precision": {"architectures": ["cnn"], "batches": [1, 8]}}, base=DEFAULT)
@@ -120,10 +120,10 @@ def test_by_default_a_quarter_of_each_architectures_batches_get_a_second_process
     plan = plan_of(base=DEFAULT)
     chosen = _multi(plan)
     assert len(chosen) == 60 and {len(batches) for batches in chosen.values()} == {1}
-    assert len(plan.cell_files) == 330 + 60  # the bf16 and int8 cells in process 0 alone
+    assert len(plan.cell_files) == 335 + 60  # the bf16 and int8 cells in process 0 alone
     assert len({tuple(batches) for batches in chosen.values()}) > 1, "the same batches everywhere"
     every = plan_of({"bench": {"multi_process_share": 1}}, base=DEFAULT)
-    assert len(every.cell_files) == 480 + 55 + 15 + 20
+    assert len(every.cell_files) == 480 + 55 + 15 + 25
     assert plan_of({"bench": {"processes": 1}}, base=DEFAULT).cell_files == [
         paths.cell_file(c) for c in plan.cells
     ]
@@ -311,9 +311,9 @@ def test_versions_under_conda_are_read_from_the_rules_env_files():
 def test_a_training_mode_outside_the_config_is_refused_naming_it():
     plan = plan_of(base=SMOKE)
     run = plan.train_runs[0]
-    assert plan.train_versions(run) == FAKE_VERSIONS[run["framework"]]
+    assert plan.train_params(run)["versions"] == FAKE_VERSIONS[run["framework"]]
     with pytest.raises(ValueError, match="training mode 'nope'"):
-        plan.train_versions(run | {"mode": "nope"})
+        plan.train_params(run | {"mode": "nope"})
 
 
 def _write_cells(root, version, mtime):
@@ -358,11 +358,9 @@ def test_float32_alone_plans_every_cell(tmp_path):
     """precision.low: [] leaves float32's empty tag the only one: a constraint that matches
     it, not an empty one Snakemake ignores (its default, one character or more, would leave
     no rule for any cell)."""
-    assert (
-        plan_of({"precision": {"low": []}}, base=SMOKE).wildcard_patterns()["precision_tag"]
-        == "(?:)"
-    )
-    (tmp_path / "float32.yaml").write_text("precision: {low: []}\n")
+    float32 = {"precision": {"low": []}, "train": {"precisions": ["float32"]}}
+    assert plan_of(float32, base=SMOKE).wildcard_patterns()["precision_tag"] == "(?:)"
+    (tmp_path / "float32.yaml").write_text("precision: {low: []}\ntrain: {precisions: [float32]}\n")
     result = snakemake("-n", "--configfile", SMOKE, str(tmp_path / "float32.yaml"), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "b8-bf16.nc" not in result.stdout and "/b8.nc" in result.stdout

@@ -337,9 +337,11 @@ def test_a_stored_step_centres_each_channel_on_its_zero_point():
 
 
 def quantized_path(workdir: str, framework: str, mode: str, precision: str) -> None:
-    """The quantized export job, the checks' row for it and a timed cell at batch 4, as the
-    workflow runs them; done.json holds the manifest's path and the rows."""
+    """The quantized export job (an export mode's), the checks' row for it and a timed cell at
+    batch 4, as the workflow runs them; done.json holds the manifest's path and the rows."""
+    from fwbench import frameworks
     from fwbench.measure import checks
+    from fwbench.measure.bench import run_cell
 
     root = Path(workdir)
     plan = plan_of(
@@ -356,7 +358,13 @@ def quantized_path(workdir: str, framework: str, mode: str, precision: str) -> N
     wildcards = {"system": "local", "framework": framework, "mode": mode, "arch": "mlp"}
     tag = paths.precision_tag(precision)
     wildcards |= {"version": plan.version("local", framework), "precision_tag": tag}
-    manifest = export_and_run_cell(plan, wildcards, 4, root)
+    if frameworks.is_export_mode(framework, mode):
+        manifest = export_and_run_cell(plan, wildcards, 4, root)
+        artifacts = checks.artifacts_by_cell([str(manifest)])
+    else:  # quantized in the cell itself
+        request = plan.cell_request(wildcards | {"batch": 4})
+        request.lock, manifest, artifacts = str(root / "lock"), None, {}
+        run_cell(request, root / "b4.nc")
     rows = checks.equivalence_rows(
         framework=framework,
         archs=["mlp"],
@@ -365,7 +373,7 @@ def quantized_path(workdir: str, framework: str, mode: str, precision: str) -> N
         batch=4,
         tolerance=1e-4,
         modes=[mode],
-        artifacts=checks.artifacts_by_cell([str(manifest)]),
+        artifacts=artifacts,
         precisions={"mlp": {mode: [precision]}},
     )
     done = {"manifest": str(manifest), "rows": rows}
@@ -379,6 +387,7 @@ QUANTIZED_BY = {
     ("litert", INT8): ("dynamic-range quantization", "the .tflite file's matrix products"),
     ("litert", INT8_STATIC): ("full-integer quantization", "the .tflite file's matrix products"),
     ("aoti", INT8_STATIC): ("quantized by PT2E", "oneDNN's verbose log"),
+    ("compiled", INT8_STATIC): (None, "oneDNN's verbose log"),
 }
 
 
@@ -391,6 +400,7 @@ QUANTIZED_BY = {
         ("torch", "onnxrt", INT8_STATIC),
         ("tensorflow", "litert", INT8_STATIC),
         ("torch", "aoti", INT8_STATIC),
+        ("torch", "compiled", INT8_STATIC),
     ],
 )
 def test_a_quantized_path_checks_within_its_bound_and_runs_int8_products(
@@ -399,19 +409,24 @@ def test_a_quantized_path_checks_within_its_bound_and_runs_int8_products(
     args = (str(tmp_path), framework, mode, precision)
     in_fresh_process("test_quantize", "quantized_path", *args)
     done = json.loads((tmp_path / "done.json").read_text())
-    manifest = read_manifest(done["manifest"])
-    assert manifest["status"] == "ok", manifest.get("error_message")
     how, evidence = QUANTIZED_BY[mode, precision]
-    assert manifest["precision"] == precision and how in manifest["how"]
+    cell = read_cell(tmp_path / "b4.nc")
+    assert cell.attrs["status"] == "ok", cell.attrs.get("error_message")
+    if mode == "compiled":  # PT2E in the cell, then torch.compile with freezing
+        settings = json.loads(cell.attrs["compile_details"])["settings"]
+        assert settings["quantization"]["quantize_s"] > 0 and settings["inductor_freezing"]
+        manifest = None
+    else:
+        manifest = read_manifest(done["manifest"])
+        assert manifest["status"] == "ok", manifest.get("error_message")
+        assert manifest["precision"] == precision and how in manifest["how"]
     if mode == "onnxrt":  # a job step of its own; LiteRT's converter quantizes as it converts
         assert manifest["quantize_s"] > 0
         assert manifest["details"]["quantization"]["integer_products"]
     if mode == "aoti":  # PT2E in the export job, before AOTInductor packages the result
         assert manifest["details"]["quantization"]["quantize_s"] > 0
-    if precision == INT8_STATIC:  # calibrated on the seeded set, never the check's input
+    if precision == INT8_STATIC and manifest:  # the seeded set, never the check's input
         assert manifest["calibration"]["seed"] == 0 and manifest["calibration"]["batches"] > 0
-    cell = read_cell(tmp_path / "b4.nc")
-    assert cell.attrs["status"] == "ok", cell.attrs.get("error_message")
     assert float(cell["low_precision_share"]) > 0.9, cell.attrs["kernel_precision"]
     assert evidence in cell.attrs["kernel_precision"]
     (row,) = [row for row in done["rows"] if row["precision"] == precision]

@@ -180,12 +180,13 @@ def test_a_training_section_appears_with_each_runs_numbers(results, tmp_path):
     text = render_report(inputs(results, train_stats=[training_runs(tmp_path)]), tmp_path / "r.md")
     training = section(text, "Training")
     # Runs that record no system are the default config's one machine's.
-    cells = row(training, "local", "torch", "compiled", "resnet8", "digits")
+    # (a run that records no precision trained in float32)
+    cells = row(training, "local", "torch", "compiled", "resnet8", "digits", "float32")
     # steady epoch, overhead, time to target, and samples/s: the median of the steady epochs
     # (800 and 780), not of every epoch with the first's compilation (780)
-    assert cells[5:10] == ["ok", "2.1", "2.9", "9.2", "790"]
-    assert cells[10] == "91"  # the last epoch's validation accuracy, %
-    assert row(training, "local", "jax", "jit", "resnet8", "digits")[5] == "failed"
+    assert cells[6:11] == ["ok", "2.1", "2.9", "9.2", "790"]
+    assert cells[11] == "91"  # the last epoch's validation accuracy, %
+    assert row(training, "local", "jax", "jit", "resnet8", "digits", "float32")[6] == "failed"
 
 
 def compared(tmp_path: Path) -> Path:

@@ -230,8 +230,8 @@ def test_the_plan_has_one_rounds_job_per_architecture_rounds_batch_and_set():
     variants = plan.rounds_variants(wildcards)
     modes = [(fw, m) for fw in plan.frameworks for m in plan.config["modes"][fw]]
     # every mode in float32, every mode but litert in bfloat16, the 3 runtime paths in int8,
-    # those and torch's aoti in int8_static
-    assert len(variants) == 2 * len(modes) - 1 + 3 + 4 == len(plan.rounds_cells(wildcards))
+    # those and torch's compiled and aoti in int8_static
+    assert len(variants) == 2 * len(modes) - 1 + 3 + 5 == len(plan.rounds_cells(wildcards))
     requests = [json.loads(v["request"]) for v in variants]
     first = requests[0]
     assert (first["framework"], first["mode"], first["batch"], first["process"]) == (
@@ -251,6 +251,7 @@ def test_the_plan_has_one_rounds_job_per_architecture_rounds_batch_and_set():
     ]
     assert sorted(v["cell"].rsplit("/", 3)[1] for v in static) == [
         "aoti",
+        "compiled",
         "litert",
         "onnxrt",
         "onnxrt",

@@ -91,6 +91,39 @@ def test_an_onnxruntime_upgrade_changes_the_onnxrt_requests_alone():
     assert requests["1.31.1"]["onnxrt"] != requests["1.32.0"]["onnxrt"]
 
 
+def test_a_torchao_upgrade_changes_torchs_int8_static_requests_alone():
+    versions = {"torch": "2.13.0", "onnxruntime": "1.31.1", "torchao": "0.18.0"}
+    int8_static = frameworks.mode_versions("torch", "aoti", versions, "int8_static")
+    assert int8_static == {"torch": "2.13.0", "torchao": "0.18.0"}
+    assert frameworks.mode_versions("torch", "aoti", versions) == {"torch": "2.13.0"}
+    assert "torchao" in frameworks.mode_versions("torch", "compiled", versions, "int8_static")
+    assert "torchao" not in frameworks.mode_versions("torch", "compiled", versions, "bfloat16")
+    assert "torchao" not in frameworks.mode_versions("torch", "onnxrt", versions, "int8_static")
+    assert "torchao" in frameworks.DISTRIBUTIONS["torch"][1]  # recorded where installed
+    config = {
+        "frameworks": ["torch"],
+        "modes": {"torch": ["aoti"]},
+        "architectures": ["mlp"],
+        "batch_sizes": [32],
+        "precision": {"low": ["int8_static"]},
+    }
+    cell = {"system": "local", "framework": "torch", "mode": "aoti", "arch": "mlp", "batch": 32}
+    requests = {}
+    for torchao in ("0.18.0", "0.19.0"):
+        plan = plan_of(config, versions={"torch": {"torch": "2.13.0", "torchao": torchao}})
+        requests[torchao] = {
+            precision: (
+                plan.cell_request(cell | {"version": "2.13.0", "precision": precision}).to_json(),
+                plan.export_request(cell | {"version": "2.13.0", "precision": precision}).to_json(),
+            )
+            for precision in ("float32", "int8_static")
+        }
+    assert requests["0.18.0"]["float32"] == requests["0.19.0"]["float32"]
+    old_new = zip(requests["0.18.0"]["int8_static"], requests["0.19.0"]["int8_static"], strict=True)
+    for old, new in old_new:
+        assert old != new
+
+
 def test_a_runtime_modes_cells_load_the_runtime_not_the_framework():
     pytest.importorskip("onnxruntime")
     adapter = frameworks.load_inference("torch", "onnxrt")

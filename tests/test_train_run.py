@@ -19,33 +19,10 @@ from fwbench.io.train_file import EPOCH_UNITS, SCALAR_UNITS, RunRecord, read_run
 from fwbench.training import run as training
 from fwbench.training.config import parse_settings
 
+from training_cases import default_settings, tiny_settings
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "workflow" / "scripts" / "train.py"
-SCHEMA = REPO / "workflow" / "schemas" / "train.schema.yaml"
-
-
-def default_settings(**overrides):
-    """The `train` section with the schema's defaults filled in, then `overrides` validated
-    on top (as the workflow validates the config)."""
-    from snakemake.utils import validate
-
-    settings = dict(overrides)
-    validate(settings, str(SCHEMA), set_default=True)
-    return settings
-
-
-def tiny_settings(**overrides):
-    """A 2-stage, width-4 ResNet on 64 digits for two epochs: seconds per framework."""
-    settings = {
-        "architectures": {"tiny": {"block": "basic", "stages": [1, 1], "base_width": 8}},
-        "models": ["tiny"],
-        "epochs": 2,
-        "batch_size": 8,
-        "max_train_samples": 64,
-        "max_val_samples": 32,
-        "lr_milestones": [0.5],
-    }
-    return default_settings(**(settings | overrides))
 
 
 def test_a_train_run_writes_every_variable_with_units_and_provenance(tmp_path):
@@ -210,6 +187,7 @@ def test_the_script_writes_the_file_and_log_under_the_timing_lock(tmp_path):
         "settings": tiny_settings(epochs=1),
         "system": {"device": "cpu", "threads": 1},
         "seed": 0,
+        "checked": {"versions": {}},
     }
     config = {"timing_lock": str(tmp_path / "timing.lock")}
     output, log = tmp_path / "out" / "tiny-digits.nc", tmp_path / "train.log"
@@ -233,7 +211,8 @@ def test_the_script_writes_the_file_and_log_under_the_timing_lock(tmp_path):
     assert json.loads(ds.attrs["threads"])["threads"] == 1
     assert ds.attrs["lock_wait_s"] >= 0 and (tmp_path / "timing.lock").exists()
     assert ds.attrs["system"] == "box" and ds.attrs["cpu_model"]  # the node it ran on
-    assert "torch/eager/tiny/digits: status=ok" in log.read_text()
+    assert ds.attrs["precision"] == "float32"
+    assert "torch/eager/tiny/digits/float32: status=ok" in log.read_text()
 
 
 @pytest.fixture(scope="module")

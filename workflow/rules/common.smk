@@ -31,7 +31,6 @@ PLAN = fwplan.make_plan(
 SYSTEM_NAMES = list(PLAN.systems)
 HARDWARE_FILES = PLAN.hardware_files()
 ARCHS = config["architectures"]
-TRAIN = config["train"]
 COMPARE_TABLES = PLAN.compare_tables()
 
 
@@ -72,7 +71,7 @@ rounds_priority = per_job(lambda wildcards: PLAN.rounds_priority(wildcards))
 rounds_variants = per_job(lambda wildcards: json.dumps(PLAN.rounds_variants(wildcards)))
 export_request = per_job(lambda wildcards: PLAN.export_request(wildcards).to_json())
 system_params = per_job(lambda wildcards: PLAN.systems[wildcards.system].placement())
-train_params = per_job(lambda wildcards: dict(versions=PLAN.train_versions(wildcards)))
+train_params = per_job(lambda wildcards: PLAN.train_params(wildcards))
 
 
 def figure_outputs(names, category, directory="results/figures/{system}"):

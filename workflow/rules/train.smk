@@ -1,11 +1,12 @@
-# Training benchmarks: one job per system × framework × mode × model × dataset (a timing job).
+# Training benchmarks: one job per system × framework × mode × model × dataset × precision (a
+# timing job; float32's file has no precision tag, as before precision was a dimension).
 
 
 rule train:
     output:
         paths.TRAIN_RUN,
     log:
-        "results/logs/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}.log",
+        "results/logs/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}{precision_tag}.log",
     conda:
         FRAMEWORK_ENV
     threads: SYSTEM_THREADS
@@ -17,7 +18,7 @@ rule train:
         mode="{mode}",
         model="{model}",
         dataset="{dataset}",
-        settings=TRAIN,
+        settings=PLAN.train_settings,
         system=system_params,
         seed=config["seed"],
         checked=train_params,
@@ -27,7 +28,7 @@ rule train:
 
 rule aggregate_train:
     input:
-        runs=[paths.TRAIN_RUN.format(**run) for run in PLAN.train_runs],
+        runs=PLAN.train_files(),
     output:
         nc="results/aggregate/train.nc",
         csv=report(

@@ -35,23 +35,34 @@ MODES: dict[str, tuple[str, ...]] = {name: info.modes for name, info in FRAMEWOR
 PARTS = ("infer", "models", "train", "hardware", "profiling")
 EXPORT_PART = "export"
 
+
+def _part_distributions(info: FrameworkInfo) -> dict[str, None]:
+    """The distributions some of a framework's modes or precisions depend on, in order."""
+    of_precisions = (ds for by in info.precision_distributions.values() for ds in by.values())
+    every = (*info.mode_distributions.values(), *of_precisions)
+    return dict.fromkeys(d for ds in every for d in ds)
+
+
 # Per framework: (the distributions whose first installed one's version names its results,
 # the others whose versions are recorded with them).
 DISTRIBUTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    name: (
-        info.distributions,
-        (*info.recorded, *dict.fromkeys(d for ds in info.mode_distributions.values() for d in ds)),
-    )
+    name: (info.distributions, (*info.recorded, *_part_distributions(info)))
     for name, info in FRAMEWORKS.items()
 }
 
 
-def mode_versions(framework: str, mode: str, versions: dict[str, str]) -> dict[str, str]:
-    """The part of a framework's recorded versions that a mode's cells and artifacts depend
-    on: all but the distributions only the framework's other modes use (an ONNX Runtime
-    upgrade reruns the onnxrt cells alone)."""
-    own = framework_info(framework).mode_distributions
-    others = {d for m, ds in own.items() if m != mode for d in ds} - set(own.get(mode, ()))
+def mode_versions(
+    framework: str, mode: str, versions: dict[str, str], precision: str = FLOAT32
+) -> dict[str, str]:
+    """The part of a framework's recorded versions that a mode's cells and artifacts in
+    `precision` depend on: all but the distributions only its other modes or precisions use
+    (an ONNX Runtime upgrade reruns the onnxrt cells alone, a torchao upgrade torch's
+    int8_static ones)."""
+    info = framework_info(framework)
+    own = {*info.mode_distributions.get(mode, ())}
+    base = info.compile_modes[0] if is_compiled_variant(framework, mode) else mode
+    own |= {*info.precision_distributions.get(base, {}).get(precision, ())}
+    others = set(_part_distributions(info)) - own
     return {name: version for name, version in versions.items() if name not in others}
 
 

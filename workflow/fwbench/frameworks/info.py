@@ -51,6 +51,12 @@ class FrameworkInfo:
     # change.
     runtime_modes: Mapping[str, str] = field(default_factory=dict)
     mode_distributions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The same for one precision of a mode (mode -> precision -> distributions): what that
+    # precision's cells and artifacts are made with (torch's int8_static in compiled and aoti:
+    # torchao's quantizer), so that its upgrade reruns those alone.
+    precision_distributions: Mapping[str, Mapping[str, tuple[str, ...]]] = field(
+        default_factory=dict
+    )
     # Per mode, the precisions beyond float32 it runs (each one of PRECISIONS); a compiled
     # variant takes its compiled mode's (the first of compile_modes).
     precisions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)

@@ -183,6 +183,10 @@ class ExportAdapter(Protocol):
 # ---- training ------------------------------------------------------------------------------
 
 
+# A trained model's logits function in some precision and what making it recorded.
+Predictor = tuple[Callable[[np.ndarray], np.ndarray], dict[str, Any]]
+
+
 @runtime_checkable
 class Trainer(Protocol):
     """One model, its optimizer and schedule, in one mode on one device."""
@@ -203,6 +207,13 @@ class Trainer(Protocol):
     def state(self) -> Weights:
         """Every weight and running statistic, in the neutral names and layouts."""
 
+    def predict_in(self, precision: str, calibration: list[np.ndarray]) -> Predictor:
+        """The trained model in `precision` as the framework's cells run it (bfloat16: weights
+        and activations cast; int8_static: its static quantization, calibrated on
+        `calibration`, batches in INPUT_LAYOUT): its logits function and what was done to
+        make it (a quantization's settings and time); raises NotImplementedError naming what
+        the framework does not run."""
+
     def compile_info(self) -> CompileInfo:
         """Valid after the first epoch."""
 
@@ -220,6 +231,14 @@ class TrainOptions:
     device: str
     threads: int | None = None  # intra-op threads, for frameworks that set them at build
     allow_tf32: bool = False  # float32 matmuls and convolutions may run in TF32 on a GPU
+    # "bfloat16": mixed precision (fwbench.training.config.MIXED_BFLOAT16): the convolutions
+    # and the head's matmul take bfloat16 operands; weights, statistics and updates stay float32
+    precision: str = "float32"
+
+    def __post_init__(self) -> None:
+        from fwbench.training.config import check_precision
+
+        check_precision(self.precision)
 
 
 @runtime_checkable
@@ -227,6 +246,7 @@ class TrainingAdapter(Protocol):
     """The module `frameworks/<framework>/train.py`."""
 
     INPUT_LAYOUT: str  # "NCHW" or "NHWC": the image layout train_epoch and predict take
+    BFLOAT16_POLICY: str  # how a "bfloat16" run computes, in the framework's terms (recorded)
 
     def build(self, spec: ResNetSpec, weights: Weights, optimizer: Any, **options: Any) -> Trainer:
         """A Trainer from the neutral `weights`; `optimizer` is a model.optimizer.SGDConfig and

@@ -1,5 +1,5 @@
-"""The train file: one training run (framework × mode × model × dataset) as a self-describing
-xarray Dataset (netCDF4 via h5netcdf), written by fwbench.training.run.
+"""The train file: one training run (framework × mode × model × dataset × precision) as a
+self-describing xarray Dataset (netCDF4 via h5netcdf), written by fwbench.training.run.
 
 Variables (dimension `epoch`; SI units in each `units` attribute):
   epoch_time_s(epoch)     s      the epoch's training steps, host→device copies and final sync
@@ -17,9 +17,15 @@ Variables (dimension `epoch`; SI units in each `units` attribute):
   setup_time_s            s      framework import + model build + weight load
   peak_mem_bytes          B      device allocator peak on an accelerator, else peak RSS
   peak_rss_bytes          B      the process's peak resident set (imports and data included)
+  val_accuracy_as_bfloat16, val_accuracy_as_int8_static   1   a float32 run's trained model
+                                 evaluated as the framework's cells run that precision, after
+                                 the timed epochs (NaN where not run: `evaluated_in` says why)
   compiled, graph_count, graph_breaks, fallbacks   1   as in the bench cells
   load_before, load_after 1      1-minute load average at start and end
-Attributes: framework, framework_version, versions (JSON), mode, model, dataset, status
+Attributes: framework, framework_version, versions (JSON), mode, model, dataset, precision
+(float32 where absent: a file from before precision was a dimension), precision_policy and
+precision_how (a low-precision run's), evaluated_in (JSON: per precision 'ok' or why not),
+evaluated_in_details (JSON: each quantization's settings and time), evaluated_in_calibration, status
 ('ok' | 'failed'), error_type, error_message, traceback_tail, compile_how, compile_details,
 device, host, threads (JSON), config (JSON of the `train` section), config_hash, git_commit,
 spec (JSON), seed, epochs, batch_size, steps_per_epoch, train_samples, val_samples,
@@ -50,6 +56,7 @@ from fwbench.io.common import (
     check_schema_version,
     schema_version,
 )
+from fwbench.precisions import BFLOAT16, INT8_STATIC
 
 EPOCH_UNITS = {
     "epoch_time_s": "s",
@@ -60,6 +67,16 @@ EPOCH_UNITS = {
     "learning_rate": "1",
     "busy_cpu_other": "cores",
 }
+
+# The precisions a float32 run's trained model is also evaluated in (fwbench.training.run).
+EVALUATED_IN = (BFLOAT16, INT8_STATIC)
+
+
+def evaluated_in(precision: str) -> str:
+    """The variable of a float32 run's trained model's validation accuracy in `precision`."""
+    return f"val_accuracy_as_{precision}"
+
+
 SCALAR_UNITS = {
     "first_epoch_overhead_s": "s",
     "steady_epoch_time_s": "s",
@@ -68,6 +85,9 @@ SCALAR_UNITS = {
     "setup_time_s": "s",
     "peak_mem_bytes": "B",
     "peak_rss_bytes": "B",
+    # a float32 run's trained model evaluated as the cells run each of EVALUATED_IN (NaN
+    # where not run: the `evaluated_in` attribute says why)
+    **{evaluated_in(precision): "1" for precision in EVALUATED_IN},
     **COMPILE_AND_LOAD_UNITS,
 }
 SCHEMA_VERSION = 1

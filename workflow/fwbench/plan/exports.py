@@ -90,7 +90,8 @@ class ExportPlan:
 
     def model_fields(self, wildcards: Mapping[str, Any]) -> dict[str, Any]:
         """What a cell's and an artifact's request share: the system and its placement, the
-        framework, mode and model, the seed, and the versions the mode depends on."""
+        framework, mode and model, the seed, and the versions the mode in its precision
+        depends on (frameworks.mode_versions)."""
         fw, arch = wildcards["framework"], wildcards["arch"]
         system = self.systems[wildcards["system"]]
         return dict(
@@ -104,6 +105,6 @@ class ExportPlan:
             device=system.device,
             threads=system.threads,
             versions=frameworks.mode_versions(
-                fw, wildcards["mode"], self.versions[(system.name, fw)]
+                fw, wildcards["mode"], self.versions[(system.name, fw)], precision_of(wildcards)
             ),
         )

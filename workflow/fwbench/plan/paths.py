@@ -38,7 +38,9 @@ CELL_LOG = "results/logs/bench/{system}/{framework}/{version}/{mode}/{arch}/b{ba
 ROUNDS = "results/rounds/{system}/{arch}/b{batch}/set{set}.nc"
 ROUNDS_LOG = "results/logs/rounds/{system}/{arch}/b{batch}/set{set}.log"
 CHECKS = "results/checks/{system}/{framework}/{version}/{name}.csv"
-TRAIN_RUN = "results/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}.nc"
+TRAIN_RUN = (
+    "results/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}{precision_tag}.nc"
+)
 TABLE = "results/summary/{system}/tables/{stem}.md"
 COMPARE_TABLE = "results/compare/{system}/{framework}.csv"
 STAGES_BEFORE_SYSTEMS = ("cells", "train", "checks")
@@ -64,7 +66,8 @@ def precision_of_tag(tag: str) -> str:
 
 
 def with_tag(item: Mapping[str, Any]) -> dict[str, Any]:
-    """`item` (a cell or an export) with its precision's path tag, to format a path."""
+    """`item` (a cell, an export or a training run) with its precision's path tag, to format
+    a path."""
     return {**item, "precision_tag": precision_tag(item.get("precision", FLOAT32))}
 
 

@@ -55,8 +55,10 @@ class PrecisionPlan:
 
     @property
     def precision_tags(self) -> list[str]:
-        """The path tags of float32 and the low precisions (a wildcard's values)."""
-        return [paths.precision_tag(p) for p in (FLOAT32, *self.low_precisions)]
+        """The path tags of float32, the cells' low precisions and the training runs'
+        precisions (a wildcard's values)."""
+        named = (FLOAT32, *self.low_precisions, *self.config["train"]["precisions"])
+        return [paths.precision_tag(p) for p in dict.fromkeys(named)]
 
     def cell_precisions(self, framework: str, mode: str, arch: str, batch: int) -> list[str]:
         """float32, and each low precision the mode runs where the config asks for it."""

@@ -20,8 +20,10 @@ from fwbench.plan.processes import cell_key, multi_process_cells
 from fwbench.plan.request import CellRequest
 from fwbench.plan.rounds import RoundsPlan
 from fwbench.plan.versions import VersionsOf, versions_source
+from fwbench.precisions import FLOAT32
 from fwbench.rng import seeded_shuffle
 from fwbench.systems import System, parse_systems
+from fwbench.training.config import run_settings
 
 CELL_KEYS = ("system", "framework", "version", "mode", "arch", "batch", "precision")
 
@@ -224,25 +226,45 @@ class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
                 mode=mode,
                 model=model,
                 dataset=dataset,
+                precision=precision,
             )
             for s in self.systems
             for fw in self.frameworks
             for mode in train["modes"][fw]
             for model in train["models"]
             for dataset in train["datasets"]
+            for precision in train["precisions"]
         ]
 
-    def train_versions(self, wildcards: Mapping[str, Any]) -> dict[str, str]:
-        """The versions a train job records; raises for a mode the config does not train."""
-        fw, modes = wildcards["framework"], self.config["train"]["modes"]
-        if wildcards["mode"] not in modes[fw]:
+    def train_files(self) -> list[str]:
+        return [paths.TRAIN_RUN.format(**paths.with_tag(run)) for run in self.train_runs]
+
+    @property
+    def train_settings(self) -> dict[str, Any]:
+        """What every train job is told of the train section (its `settings` param)."""
+        return run_settings(self.config["train"])
+
+    def train_params(self, wildcards: Mapping[str, Any]) -> dict[str, Any]:
+        """What a train job checks against the config: the versions it records, and its
+        precision where it is not float32 (a float32 run's params are those from before
+        precision was a dimension, so upgrading reruns none). Raises for a mode or a precision
+        the config does not train."""
+        fw, train = wildcards["framework"], self.config["train"]
+        if wildcards["mode"] not in train["modes"][fw]:
             raise ValueError(
                 f"training mode {wildcards['mode']!r} is not configured for {fw} "
-                f"(train.modes.{fw}: {modes[fw]})"
+                f"(train.modes.{fw}: {train['modes'][fw]})"
             )
-        return frameworks.mode_versions(
+        precision = precision_of(wildcards)
+        if precision not in train["precisions"]:
+            raise ValueError(
+                f"training precision {precision!r} is not configured "
+                f"(train.precisions: {train['precisions']})"
+            )
+        versions = frameworks.mode_versions(
             fw, wildcards["mode"], self.versions[(wildcards["system"], fw)]
         )
+        return dict(versions=versions) | ({} if precision == FLOAT32 else {"precision": precision})
 
     def table_file(self, name: str, system: str = "{system}") -> str:
         """A summary table's path (of every system: `{system}` left as a wildcard)."""

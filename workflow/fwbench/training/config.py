@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fwbench.model.optimizer import SGDConfig, StepSchedule
+from fwbench.precisions import BFLOAT16, FLOAT32
 
 _SETTING_KEYS = {
     "modes",
@@ -33,6 +34,35 @@ _SETTING_KEYS = {
 # What every adapter applies the weight decay to (recorded with each run).
 WEIGHT_DECAY_ON = "every trainable tensor: conv kernels, BN gamma and beta, head W and b"
 
+# The precisions a run trains in (train.precisions). bfloat16 is mixed precision, as users of
+# each framework train in it (torch.autocast, Keras's mixed_bfloat16 policy, JAX with bfloat16
+# compute over float32 parameters), the same policy in all three: recorded with each run.
+TRAIN_PRECISIONS = (FLOAT32, BFLOAT16)
+MIXED_BFLOAT16 = (
+    "mixed: every convolution and the head's matmul take bfloat16 operands (the float32 "
+    "weights cast at each use) and return bfloat16, so the activations between layers are "
+    "bfloat16; batch norm computes its statistics and normalization in float32; the logits "
+    "for the loss, the weights, the batch-norm running statistics and the optimizer state are "
+    "float32; no loss scaling (bfloat16 has float32's exponent range)"
+)
+# Keys of the train section the plan reads and a run does not: the rule passes the section
+# without them (run_settings), so that adding a precision reruns no existing run.
+PLAN_ONLY_KEYS = frozenset({"precisions"})
+
+
+def run_settings(section: dict[str, Any]) -> dict[str, Any]:
+    """The train section as one run's settings: without the plan's keys (PLAN_ONLY_KEYS)."""
+    return {key: value for key, value in section.items() if key not in PLAN_ONLY_KEYS}
+
+
+def check_precision(precision: str) -> str:
+    """`precision` if runs train in it; raises naming it and the known ones otherwise."""
+    if precision not in TRAIN_PRECISIONS:
+        raise ValueError(
+            f"unknown training precision {precision!r}; known: {', '.join(TRAIN_PRECISIONS)}"
+        )
+    return precision
+
 
 @dataclass(frozen=True)
 class TrainConfig:
@@ -52,7 +82,8 @@ def _require(condition: bool, message: str) -> None:
 
 def parse_settings(settings: dict[str, Any]) -> TrainConfig:
     """The typed config of a validated `train` section (every key present, defaults filled)."""
-    missing, unknown = _SETTING_KEYS - set(settings), set(settings) - _SETTING_KEYS
+    missing = _SETTING_KEYS - set(settings)
+    unknown = set(settings) - _SETTING_KEYS - PLAN_ONLY_KEYS
     _require(not missing, f"train settings lack {sorted(missing)}: validate them first")
     _require(not unknown, f"unknown train settings {sorted(unknown)}")
     epochs, batch = settings["epochs"], settings["batch_size"]

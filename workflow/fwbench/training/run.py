@@ -1,7 +1,8 @@
 """One training run, framework-free: the epoch loop that feeds every framework the same
 batches, the metrics, and the run's record (its file format is fwbench.io.train_file).
 
-One run = one framework × mode × model × dataset. The framework's module
+One run = one framework × mode × model × dataset × precision (float32, or bfloat16 mixed
+precision: fwbench.training.config.MIXED_BFLOAT16). The framework's module
 `fwbench.frameworks.<framework>.train` (a frameworks.protocols.TrainingAdapter) builds the
 `Trainer`; it is imported only inside `run`, after the job set its environment.
 """
@@ -14,6 +15,7 @@ import json
 import os
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +28,20 @@ from fwbench.frameworks.protocols import Trainer, TrainingAdapter
 from fwbench.host.contention import OtherCpu
 from fwbench.host.harness import peak_rss_bytes
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
-from fwbench.io.train_file import RunRecord
+from fwbench.io.train_file import EVALUATED_IN, RunRecord, evaluated_in
 from fwbench.model import resnet
+from fwbench.precisions import FLOAT32
 from fwbench.training import data as datasets
-from fwbench.training.config import WEIGHT_DECAY_ON, TrainConfig, parse_settings
+from fwbench.training.config import (
+    MIXED_BFLOAT16,
+    WEIGHT_DECAY_ON,
+    TrainConfig,
+    check_precision,
+    parse_settings,
+)
+
+# How many training batches calibrate the quantization of a float32 run's trained model.
+CALIBRATION_BATCHES = 8
 
 # ---- metrics ------------------------------------------------------------------------------
 
@@ -78,8 +90,10 @@ def run(
     seed: int = 0,
     device: str = "cpu",
     threads: dict[str, Any] | None = None,
+    precision: str = FLOAT32,
 ) -> xr.Dataset:
-    """Train `model` on `dataset` in `framework`/`mode` and return the train file's dataset.
+    """Train `model` on `dataset` in `framework`/`mode` and `precision`, and return the train
+    file's dataset.
 
     Never raises for a failure inside the run: the result then has status 'failed' and the
     error in its attributes. `threads` is what threads.setup_threads returned (provenance, and
@@ -96,6 +110,7 @@ def run(
         "mode": mode,
         "model": model,
         "dataset": dataset,
+        "precision": precision,
         "status": STATUS_OK,
         "device": device,
         "host": provenance.host(),
@@ -110,7 +125,8 @@ def run(
     }
     record.scalars["load_before"] = os.getloadavg()[0]
     try:
-        _train(record, framework, mode, model, dataset, settings, seed, device, threads)
+        trains = Run(framework, mode, model, dataset, precision, device)
+        _train(record, trains, settings, seed, threads)
     except Exception as error:  # every failure becomes a recorded result, never a crash
         record.attrs |= {
             "status": STATUS_FAILED,
@@ -118,7 +134,7 @@ def run(
             "error_message": str(error),
             "traceback_tail": "".join(traceback.format_exc().splitlines(True)[-30:]),
         }
-    record.scalars["peak_rss_bytes"] = peak_rss_bytes()
+    record.scalars.setdefault("peak_rss_bytes", peak_rss_bytes())  # a failed run's: now
     record.scalars.setdefault("peak_mem_bytes", record.scalars["peak_rss_bytes"])
     record.scalars["load_after"] = os.getloadavg()[0]
     end_ns = time.time_ns()
@@ -126,20 +142,28 @@ def run(
     return record.to_dataset()
 
 
+@dataclasses.dataclass(frozen=True)
+class Run:
+    """What one run trains, where."""
+
+    framework: str
+    mode: str
+    model: str
+    dataset: str
+    precision: str
+    device: str
+
+
 def _train(
     record: RunRecord,
-    framework: str,
-    mode: str,
-    model: str,
-    dataset: str,
+    run: Run,
     settings: dict[str, Any],
     seed: int,
-    device: str,
     threads: dict[str, Any] | None,
 ) -> None:
-    config = _checked_config(framework, mode, model, device, settings)
-    data = datasets.load_dataset(dataset, settings, seed)
-    spec = resnet.build_resnet(config.architectures[model], *data.image_shape, data.classes)
+    config = _checked_config(run, settings)
+    data = datasets.load_dataset(run.dataset, settings, seed)
+    spec = resnet.build_resnet(config.architectures[run.model], *data.image_shape, data.classes)
     weights = resnet.make_weights(spec, seed)
     orders = [
         datasets.epoch_order(len(data.x_train), config.batch_size, epoch, seed)
@@ -148,42 +172,49 @@ def _train(
     _record_setup(record, spec, data, config, orders)
 
     setup_start = time.perf_counter()
-    module: TrainingAdapter = load(framework, "train")
+    module: TrainingAdapter = load(run.framework, "train")
     trainer: Trainer = module.build(
         spec,
         weights,
         config.optimizer,
         steps_per_epoch=len(data.x_train) // config.batch_size,
-        mode=mode,
-        device=device,
+        mode=run.mode,
+        device=run.device,
         threads=(threads or {}).get("threads"),
         allow_tf32=config.allow_tf32,
+        precision=run.precision,
     )
     record.scalars["setup_time_s"] = time.perf_counter() - setup_start
+    if run.precision != FLOAT32:
+        record.attrs |= {
+            "precision_policy": MIXED_BFLOAT16,
+            "precision_how": module.BFLOAT16_POLICY,
+        }
     _run_epochs(record, trainer, module.INPUT_LAYOUT, data, orders, config.batch_size)
     _record_outcome(record, trainer, config.target_accuracy)
+    if run.precision == FLOAT32:
+        _record_evaluated_in(record, trainer, module.INPUT_LAYOUT, data, config.batch_size)
 
 
-def _checked_config(
-    framework: str, mode: str, model: str, device: str, settings: dict[str, Any]
-) -> TrainConfig:
+def _checked_config(run: Run, settings: dict[str, Any]) -> TrainConfig:
     """The run's typed config; raises for what it cannot run (or was told to fail)."""
-    check_framework_mode(framework, mode)
-    if is_export_mode(framework, mode):
+    check_framework_mode(run.framework, run.mode)
+    if is_export_mode(run.framework, run.mode):
         raise ValueError(
-            f"{framework}/{mode} runs an exported inference artifact and cannot train; "
+            f"{run.framework}/{run.mode} runs an exported inference artifact and cannot train; "
             "training modes are the in-framework ones (train.modes)"
         )
-    if device not in ("cpu", "cuda"):
-        raise ValueError(f"unknown device {device!r}; known: cpu, cuda")
+    if run.device not in ("cpu", "cuda"):
+        raise ValueError(f"unknown device {run.device!r}; known: cpu, cuda")
+    check_precision(run.precision)
     config = parse_settings(settings)
-    if f"{framework}/{mode}/{model}" in config.inject_failure:
+    if f"{run.framework}/{run.mode}/{run.model}" in config.inject_failure:
         raise RuntimeError(
-            f"injected failure for {framework}/{mode}/{model} (train.inject_failure)"
+            f"injected failure for {run.framework}/{run.mode}/{run.model} (train.inject_failure)"
         )
-    if model not in config.architectures:
+    if run.model not in config.architectures:
         raise ValueError(
-            f"unknown model {model!r}; train.architectures has {sorted(config.architectures)}"
+            f"unknown model {run.model!r}; train.architectures has {sorted(config.architectures)}"
         )
     return config
 
@@ -233,13 +264,15 @@ def _run_epochs(
         per_epoch["train_loss"][epoch] = float(np.mean(losses))
         per_epoch["samples_per_s"][epoch] = order.size / per_epoch["epoch_time_s"][epoch]
         start = time.perf_counter_ns()
-        per_epoch["val_accuracy"][epoch] = _evaluate(trainer, x_val, data.y_val, batch_size)
+        per_epoch["val_accuracy"][epoch] = _evaluate(trainer.predict, x_val, data.y_val, batch_size)
         per_epoch["eval_time_s"][epoch] = (time.perf_counter_ns() - start) * 1e-9
         trainer.end_epoch()
 
 
 def _record_outcome(record: RunRecord, trainer: Trainer, target_accuracy: float) -> None:
-    """The run's summary scalars and what the framework says about compilation."""
+    """The run's summary scalars and what the framework says about compilation; its peak
+    memory before anything else (the trained model's evaluation in other precisions) runs."""
+    record.scalars["peak_rss_bytes"] = peak_rss_bytes()
     per_epoch = record.per_epoch
     overhead, steady = first_epoch_overhead(per_epoch["epoch_time_s"])
     info = trainer.compile_info()
@@ -260,9 +293,41 @@ def _record_outcome(record: RunRecord, trainer: Trainer, target_accuracy: float)
     record.attrs |= {"compile_how": info.how, "compile_details": info.details}
 
 
-def _evaluate(trainer: Trainer, x_val: np.ndarray, y_val: np.ndarray, batch_size: int) -> float:
-    logits = [
-        trainer.predict(batch)[:valid]
-        for batch, valid in datasets.padded_batches(x_val, batch_size)
-    ]
+def _record_evaluated_in(
+    record: RunRecord, trainer: Trainer, layout: str, data: datasets.Dataset, batch_size: int
+) -> None:
+    """The trained model's validation accuracy in each of EVALUATED_IN as the framework's
+    cells run it (train_file.evaluated_in names the variable), after the timed epochs; a
+    quantization calibrates on the first CALIBRATION_BATCHES batches of the training split. A
+    precision the framework does not run, or one that fails, is recorded with its reason."""
+    calibration = datasets.to_layout(data.x_train[: CALIBRATION_BATCHES * batch_size], layout)
+    batches = [calibration[i : i + batch_size] for i in range(0, len(calibration), batch_size)]
+    x_val = datasets.to_layout(data.x_val, layout)
+    outcome, details = {}, {}
+    for precision in EVALUATED_IN:
+        try:
+            predict, details[precision] = trainer.predict_in(precision, batches)
+            accuracy_in = _evaluate(predict, x_val, data.y_val, batch_size)
+        except NotImplementedError as error:
+            outcome[precision] = f"not run: {error}"
+        except Exception as error:  # a failed quantization is recorded, never a crash
+            outcome[precision] = f"failed: {type(error).__name__}: {error}"
+        else:
+            record.scalars[evaluated_in(precision)] = accuracy_in
+            outcome[precision] = STATUS_OK
+    record.attrs |= {
+        "evaluated_in": outcome,
+        "evaluated_in_details": details,
+        "evaluated_in_calibration": f"the training split's first {len(batches)} batches of "
+        f"{batch_size}",
+    }
+
+
+def _evaluate(
+    predict: Callable[[np.ndarray], np.ndarray],
+    x_val: np.ndarray,
+    y_val: np.ndarray,
+    batch_size: int,
+) -> float:
+    logits = [predict(batch)[:valid] for batch, valid in datasets.padded_batches(x_val, batch_size)]
     return accuracy(np.concatenate(logits), y_val)

@@ -2,8 +2,9 @@
 (results/aggregate/train.nc) and one summary row per run.
 
 The stacked dataset has the train file's variables (fwbench.io.train_file) with the dimensions
-system, framework, mode, one per run key (model, dataset) and epoch; `status` per run ('ok',
-'failed', or 'absent' where a combination has no run) and `error` (the failed run's message).
+system, framework, mode, one per run key (model, dataset, precision) and epoch; `status` per run
+('ok', 'failed', or 'absent' where a combination has no run) and `error` (the failed run's
+message). Runs written before precision was a dimension trained in float32.
 """
 
 from __future__ import annotations
@@ -18,10 +19,17 @@ import xarray as xr
 
 from fwbench.frameworks import MODES
 from fwbench.io.dims import STATUS_ABSENT, STATUS_OK
-from fwbench.io.train_file import EPOCH_UNITS, SCALAR_UNITS, read_run
+from fwbench.io.train_file import (
+    EPOCH_UNITS,
+    EVALUATED_IN,
+    SCALAR_UNITS,
+    evaluated_in,
+    read_run,
+)
+from fwbench.precisions import FLOAT32
 
 VARIANT_DIMS = ("framework", "mode")
-RUN_KEYS = ("model", "dataset")
+RUN_KEYS = ("model", "dataset", "precision")
 # Runs written before systems carry no `system` attribute: the caller names it, else they
 # were measured on the default config's one machine.
 SYSTEM_DIM = "system"
@@ -35,6 +43,7 @@ def stack_runs(runs: Iterable[xr.Dataset], keys: tuple[str, ...] = RUN_KEYS) -> 
     expanded = []
     for run in runs:
         run.attrs.setdefault(SYSTEM_DIM, DEFAULT_SYSTEM)
+        run.attrs.setdefault("precision", FLOAT32)
         missing = [d for d in dims if d not in run.attrs]
         if missing:
             raise ValueError(f"a train file lacks the attributes {missing}")
@@ -62,8 +71,9 @@ def aggregate_runs(
     paths: Sequence[str | os.PathLike], systems: Sequence[str] | None = None
 ) -> xr.Dataset:
     """Every train file into one dataset (dims system, framework, mode, model, dataset,
-    epoch), with the versions each framework's runs come from. `systems` (one per path) names
-    the system of runs that do not record theirs and must agree with those that do."""
+    precision, epoch), with the versions each framework's runs come from. `systems` (one per
+    path) names the system of runs that do not record theirs and must agree with those that
+    do."""
     runs = [read_run(path) for path in paths]
     if systems is not None:
         if len(systems) != len(runs):
@@ -115,3 +125,58 @@ def summary_frame(stacked: xr.Dataset) -> pd.DataFrame:
     )
     frame = frame.merge(extra.to_dataframe().reset_index(), on=list(keys), how="left")
     return frame[[*keys, "status", "final_val_accuracy", "steady_samples_per_s", *scalars, "error"]]
+
+
+# MLPerf's quality bar for a reduced-precision result: at least 99% of the float32 accuracy.
+ACCURACY_SHARE_BAR = 0.99
+_SIDE_BY_SIDE = (
+    "steady_epoch_time_s",
+    "first_epoch_overhead_s",
+    "time_to_target_s",
+    "peak_mem_bytes",
+    "final_val_accuracy",
+)
+
+
+def against_float32(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each run in another precision beside the float32 run of the same (system, framework,
+    mode, model, dataset), from summary_frame's rows: `<quantity>` and `<quantity>_float32`
+    for each of _SIDE_BY_SIDE, `speedup` (float32's steady epoch time over the run's: one run
+    each, so a ratio of medians over epochs without a CI), `accuracy_share` (its final
+    accuracy over float32's; NaN for a failed run) and `meets_bar` (share ≥
+    ACCURACY_SHARE_BAR; NaN share: False).
+    No float32 run to hold it against: the float32 columns are NaN."""
+    keys = [SYSTEM_DIM, *VARIANT_DIMS, "model", "dataset"]
+    low = frame[frame["precision"] != FLOAT32]
+    base = frame[frame["precision"] == FLOAT32][keys + list(_SIDE_BY_SIDE)]
+    paired = low[keys + ["precision", "status", *_SIDE_BY_SIDE]].merge(
+        base, on=keys, how="left", suffixes=("", "_float32")
+    )
+    paired["speedup"] = paired["steady_epoch_time_s_float32"] / paired["steady_epoch_time_s"]
+    share = paired["final_val_accuracy"] / paired["final_val_accuracy_float32"]
+    paired["accuracy_share"] = share.where(paired["status"] == STATUS_OK)  # a failed run's: none
+    paired["meets_bar"] = paired["accuracy_share"] >= ACCURACY_SHARE_BAR
+    return paired.reset_index(drop=True)
+
+
+def evaluated_against_float32(frame: pd.DataFrame) -> pd.DataFrame:
+    """Each float32 run's trained model evaluated in each of EVALUATED_IN (summary_frame's
+    rows): per (run, precision) `accuracy`, `final_val_accuracy` (float32's),
+    `accuracy_share` and `meets_bar` as in against_float32. A failed run is left out; a
+    precision the framework does not run, or a run from before these variables, has a NaN
+    accuracy (none at all where no run has them)."""
+    keys = [SYSTEM_DIM, *VARIANT_DIMS, "model", "dataset"]
+    runs = frame[(frame["precision"] == FLOAT32) & (frame["status"] == STATUS_OK)]
+    parts = [
+        runs[keys + ["final_val_accuracy"]].assign(
+            precision=precision, accuracy=runs[evaluated_in(precision)]
+        )
+        for precision in EVALUATED_IN
+        if evaluated_in(precision) in runs
+    ]
+    if not parts:
+        return pd.DataFrame(columns=[*keys, "precision", "accuracy", "accuracy_share"])
+    paired = pd.concat(parts, ignore_index=True)
+    paired["accuracy_share"] = paired["accuracy"] / paired["final_val_accuracy"]
+    paired["meets_bar"] = paired["accuracy_share"] >= ACCURACY_SHARE_BAR
+    return paired

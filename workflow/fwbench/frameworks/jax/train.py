@@ -4,6 +4,7 @@ with the step schedule as an optax piecewise-constant schedule over the step cou
 
 Modes: `jit` = the whole train step (forward, backward, BN updates, optimizer) in one jax.jit,
 and the eval forward in another; `eager` = the same functions op by op (slow).
+Precision `bfloat16`: BFLOAT16_POLICY.
 """
 
 from __future__ import annotations
@@ -18,20 +19,28 @@ import optax
 from jax import lax
 
 from fwbench.frameworks import check_framework_mode
-from fwbench.frameworks.protocols import CompileInfo, TrainOptions
+from fwbench.frameworks.protocols import CompileInfo, Predictor, TrainOptions
 from fwbench.model.optimizer import SGDConfig
 from fwbench.model.resnet import Conv, ResNetSpec, is_trainable
 from fwbench.model.weights import Weights
+from fwbench.precisions import BFLOAT16
 
 INPUT_LAYOUT = "NHWC"
+BFLOAT16_POLICY = (
+    "bfloat16 compute over float32 parameters, as flax's dtype=bfloat16, "
+    "param_dtype=float32 layers do: each convolution and the head's matmul take operands "
+    "cast to bfloat16 and return bfloat16; batch norm upcasts to float32 for its statistics "
+    "and normalization and returns bfloat16; the logits are float32 from the bias add on; "
+    "the gradients flow back through the casts into the float32 parameters"
+)
 Params = dict[str, jax.Array]
 
 
-def _conv(x: jax.Array, kernel: jax.Array, conv: Conv) -> jax.Array:
+def _conv(x: jax.Array, kernel: jax.Array, conv: Conv, compute: Any) -> jax.Array:
     pad = conv.padding
     return lax.conv_general_dilated(
-        x,
-        kernel,
+        x.astype(compute),
+        kernel.astype(compute),
         window_strides=(conv.stride, conv.stride),
         padding=((pad, pad), (pad, pad)),
         dimension_numbers=("NHWC", "HWIO", "NHWC"),
@@ -39,13 +48,20 @@ def _conv(x: jax.Array, kernel: jax.Array, conv: Conv) -> jax.Array:
 
 
 def forward(
-    spec: ResNetSpec, params: Params, stats: Params, x: jax.Array, training: bool
+    spec: ResNetSpec,
+    params: Params,
+    stats: Params,
+    x: jax.Array,
+    training: bool,
+    compute: Any = jnp.float32,
 ) -> tuple[jax.Array, Params]:
-    """Logits and the running statistics after this pass (unchanged unless training)."""
+    """Logits and the running statistics after this pass (unchanged unless training); the
+    activations are `compute`'s (bfloat16: BFLOAT16_POLICY), batch norm runs in float32, the
+    logits are the bias's dtype."""
     new_stats = dict(stats)
 
     def conv_bn(h: jax.Array, conv: Conv) -> jax.Array:
-        h = _conv(h, params[f"{conv.name}.kernel"], conv)
+        h = _conv(h, params[f"{conv.name}.kernel"], conv, compute).astype(jnp.float32)
         mean_key, var_key = f"{conv.bn}.running_mean", f"{conv.bn}.running_var"
         if training:
             mean, var = jnp.mean(h, axis=(0, 1, 2)), jnp.var(h, axis=(0, 1, 2))
@@ -57,7 +73,7 @@ def forward(
         else:
             mean, var = stats[mean_key], stats[var_key]
         scale = params[f"{conv.bn}.gamma"] * lax.rsqrt(var + spec.bn_eps)
-        return (h - mean) * scale + params[f"{conv.bn}.beta"]
+        return ((h - mean) * scale + params[f"{conv.bn}.beta"]).astype(compute)
 
     h = jax.nn.relu(conv_bn(x, spec.stem_conv))
     if spec.stem_pool:
@@ -72,8 +88,9 @@ def forward(
                 out = jax.nn.relu(out)
         shortcut = h if block.shortcut is None else conv_bn(h, block.shortcut)
         h = jax.nn.relu(out + shortcut)
-    logits = jnp.mean(h, axis=(1, 2)) @ params["head.W"] + params["head.b"]
-    return logits, new_stats
+    pooled, head, bias = jnp.mean(h, axis=(1, 2)), params["head.W"], params["head.b"]
+    logits = jnp.matmul(pooled.astype(compute), head.astype(compute)).astype(bias.dtype)
+    return logits + bias, new_stats
 
 
 def _schedule(optimizer: SGDConfig, steps_per_epoch: int) -> optax.Schedule:
@@ -95,8 +112,9 @@ class JaxTrainer:
         steps_per_epoch: int,
         mode: str,
         device: str,
+        compute: Any = jnp.float32,
     ) -> None:
-        self.mode = mode
+        self.mode, self.spec = mode, spec
         self.device = jax.devices("gpu" if device == "cuda" else "cpu")[0]
         put = jax.device_put
         self.params = {k: put(v, self.device) for k, v in weights.items() if is_trainable(k)}
@@ -113,7 +131,7 @@ class JaxTrainer:
             params: Params, stats: Params, opt_state: Any, x: jax.Array, y: jax.Array
         ) -> tuple[Params, Params, Any, jax.Array]:
             def loss_fn(params: Params) -> tuple[jax.Array, Params]:
-                logits, new_stats = forward(spec, params, stats, x, training=True)
+                logits, new_stats = forward(spec, params, stats, x, True, compute)
                 loss = optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
                 return loss, new_stats
 
@@ -122,7 +140,7 @@ class JaxTrainer:
             return optax.apply_updates(params, updates), new_stats, opt_state, loss
 
         def predict(params: Params, stats: Params, x: jax.Array) -> jax.Array:
-            return forward(spec, params, stats, x, training=False)[0]
+            return forward(spec, params, stats, x, False, compute)[0]
 
         if mode == "jit":
             # Donated buffers are reused in place on accelerators; the CPU client cannot.
@@ -156,6 +174,24 @@ class JaxTrainer:
     def state(self) -> Weights:
         return {name: np.asarray(value) for name, value in (self.params | self.stats).items()}
 
+    def predict_in(self, precision: str, calibration: list[np.ndarray]) -> Predictor:
+        """The trained model in bfloat16 as jax's cells run it (parameters, statistics and
+        input cast: the whole forward in bfloat16); jax has no int8 path."""
+        if precision != BFLOAT16:
+            raise NotImplementedError(f"jax runs no {precision} model (its cells: bfloat16)")
+        cast = jax.tree_util.tree_map(lambda v: v.astype(jnp.bfloat16), (self.params, self.stats))
+
+        def predict(params: Params, stats: Params, x: jax.Array) -> jax.Array:
+            return forward(self.spec, params, stats, x, False, jnp.bfloat16)[0]
+
+        run = jax.jit(predict) if self.mode == "jit" else predict
+
+        def logits(images: np.ndarray) -> np.ndarray:
+            x = jax.device_put(images.astype(jnp.bfloat16), self.device)
+            return np.asarray(run(*cast, x)).astype(np.float32)
+
+        return logits, {}
+
     def compile_info(self) -> CompileInfo:
         if self.mode != "jit":
             return CompileInfo(compiled=False, how="eager: op-by-op dispatch, no jit")
@@ -188,4 +224,5 @@ def build(spec: ResNetSpec, weights: Weights, optimizer: SGDConfig, **options: A
         )
     precision = "tensorfloat32" if run.allow_tf32 else "highest"
     jax.config.update("jax_default_matmul_precision", precision)
-    return JaxTrainer(spec, weights, optimizer, run.steps_per_epoch, run.mode, run.device)
+    compute = jnp.bfloat16 if run.precision == "bfloat16" else jnp.float32
+    return JaxTrainer(spec, weights, optimizer, run.steps_per_epoch, run.mode, run.device, compute)

@@ -80,6 +80,21 @@ def _litert(
     calibration: list[np.ndarray] | None = None,
 ) -> dict[str, Any]:
     forward, signature = _function(spec, weights, FLOAT32 if precision in QUANTIZED else precision)
+    in_layout = [to_layout(spec, b) for b in calibration or []]
+    with open(path, "wb") as handle:
+        handle.write(litert_model(forward, precision, in_layout))
+    return {
+        "converter": "tf.lite.TFLiteConverter.from_concrete_functions",
+        "supported_ops": "TFLITE_BUILTINS (no Flex ops)",
+        "optimizations": LITERT_OPTIMIZATIONS[precision],
+        "input_signature": str(signature.shape),
+    }
+
+
+def litert_model(forward: Any, precision: str, calibration: list[np.ndarray]) -> bytes:
+    """The .tflite of a tf.function `forward` (its input signature fixed) in `precision`:
+    builtin ops only, quantized as LITERT_OPTIMIZATIONS says, int8_static calibrated on
+    `calibration` (batches as `forward` takes them)."""
     converter = tf.lite.TFLiteConverter.from_concrete_functions(
         [forward.get_concrete_function()], forward
     )
@@ -89,15 +104,8 @@ def _litert(
     if precision == INT8_STATIC:
         if not calibration:
             raise ValueError("LiteRT's full-integer quantization needs a calibration set")
-        converter.representative_dataset = lambda: ([to_layout(spec, b)] for b in calibration)
-    with open(path, "wb") as handle:
-        handle.write(converter.convert())
-    return {
-        "converter": "tf.lite.TFLiteConverter.from_concrete_functions",
-        "supported_ops": "TFLITE_BUILTINS (no Flex ops)",
-        "optimizations": LITERT_OPTIMIZATIONS[precision],
-        "input_signature": str(signature.shape),
-    }
+        converter.representative_dataset = lambda: ([batch] for batch in calibration)
+    return converter.convert()
 
 
 def _onnxrt(spec: ArchSpec, weights: Weights, path: str, precision: str) -> dict[str, Any]:

@@ -9,30 +9,42 @@ asymmetrically, which would shift every feature map against torch and JAX.
 
 Modes: `eager`; `function` = tf.function of the whole train step (and of the eval forward);
 `xla` = the same with jit_compile=True.
+
+Precision `bfloat16`: what Keras's `mixed_bfloat16` policy does (float32 variables cast to the
+bfloat16 compute dtype where a layer reads them, bfloat16 activations, batch norm computed in
+float32), written out (BFLOAT16_POLICY), for the reasons Keras layers are not used above.
 """
 
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import numpy as np
 
 from fwbench.frameworks import check_framework_mode
-from fwbench.frameworks.protocols import CompileInfo, TrainOptions
+from fwbench.frameworks.protocols import CompileInfo, Predictor, TrainOptions
 from fwbench.frameworks.tensorflow.models import tf
 from fwbench.model.optimizer import SGDConfig
 from fwbench.model.resnet import Conv, ResNetSpec, is_trainable
 from fwbench.model.weights import Weights
+from fwbench.precisions import BFLOAT16, INT8_STATIC
 
 INPUT_LAYOUT = "NHWC"
+BFLOAT16_POLICY = (
+    "Keras mixed_bfloat16's policy written out: each tf.nn.conv2d and the head's tf.matmul "
+    "take operands tf.cast to bfloat16 (the float32 variables cast where read) and return "
+    "bfloat16; batch norm casts to float32 for its moments and normalization and returns "
+    "bfloat16; the logits are float32 from the bias add on"
+)
 
 
 class ResNet(tf.Module):
-    def __init__(self, spec: ResNetSpec, weights: Weights) -> None:
+    def __init__(self, spec: ResNetSpec, weights: Weights, compute: Any = tf.float32) -> None:
         super().__init__(name="resnet")
-        self.spec = spec
+        self.spec, self.compute = spec, compute
         self.blocks = spec.blocks()
         self.weights = {
             name: tf.Variable(value, trainable=is_trainable(name), name=name.replace(".", "_"))
@@ -42,9 +54,14 @@ class ResNet(tf.Module):
     def _conv_bn(self, x: tf.Tensor, conv: Conv, training: bool) -> tf.Tensor:
         pad = conv.padding
         w = self.weights
-        h = tf.nn.conv2d(
-            x, w[f"{conv.name}.kernel"], conv.stride, [[0, 0], [pad, pad], [pad, pad], [0, 0]]
+        product = self._product(
+            tf.nn.conv2d,
+            x,
+            w[f"{conv.name}.kernel"],
+            conv.stride,
+            [[0, 0], [pad, pad], [pad, pad], [0, 0]],
         )
+        h = tf.cast(product, tf.float32)  # batch norm in float32 (no cast in float32)
         mean_var, var_var = w[f"{conv.bn}.running_mean"], w[f"{conv.bn}.running_var"]
         if training:
             mean, var = tf.nn.moments(h, axes=[0, 1, 2])  # biased variance, for normalizing
@@ -53,10 +70,10 @@ class ResNet(tf.Module):
             mean_var.assign((1 - m) * mean_var + m * mean)
             var_var.assign((1 - m) * var_var + m * var * count / (count - 1))
         else:
-            mean, var = mean_var, var_var
-        return tf.nn.batch_normalization(
-            h, mean, var, w[f"{conv.bn}.beta"], w[f"{conv.bn}.gamma"], self.spec.bn_eps
-        )
+            mean, var = tf.cast(mean_var, tf.float32), tf.cast(var_var, tf.float32)
+        beta, gamma = (tf.cast(w[f"{conv.bn}.{k}"], tf.float32) for k in ("beta", "gamma"))
+        normalized = tf.nn.batch_normalization(h, mean, var, beta, gamma, self.spec.bn_eps)
+        return tf.cast(normalized, self.compute)
 
     def __call__(self, x: tf.Tensor, training: bool) -> tf.Tensor:
         h = tf.nn.relu(self._conv_bn(x, self.spec.stem_conv, training))
@@ -72,18 +89,31 @@ class ResNet(tf.Module):
             shortcut = h if block.shortcut is None else self._conv_bn(h, block.shortcut, training)
             h = tf.nn.relu(out + shortcut)
         pooled = tf.reduce_mean(h, axis=[1, 2])
-        return tf.matmul(pooled, self.weights["head.W"]) + self.weights["head.b"]
+        bias = self.weights["head.b"]
+        logits = self._product(tf.matmul, pooled, self.weights["head.W"])
+        return tf.cast(logits, bias.dtype) + bias
+
+    def _product(self, op: Callable, x: tf.Tensor, weight: tf.Variable, *args: Any) -> tf.Tensor:
+        """`op(x, weight, *args)` on operands in the compute dtype (no cast where they are
+        in it already)."""
+        return op(tf.cast(x, self.compute), tf.cast(weight, self.compute), *args)
 
 
 class TensorFlowTrainer:
     def __init__(
-        self, spec: ResNetSpec, weights: Weights, optimizer: SGDConfig, mode: str, device: str
+        self,
+        spec: ResNetSpec,
+        weights: Weights,
+        optimizer: SGDConfig,
+        mode: str,
+        device: str,
+        compute: Any = tf.float32,
     ) -> None:
         self.mode, self.optimizer = mode, optimizer
         self.device_name = "/GPU:0" if device == "cuda" else "/CPU:0"
         self.epoch = 0
         with tf.device(self.device_name):
-            self.model = ResNet(spec, weights)
+            self.model = ResNet(spec, weights, compute)
             self.trainable = [v for n, v in self.model.weights.items() if is_trainable(n)]
             self.momentum_buffers = [tf.Variable(tf.zeros_like(v)) for v in self.trainable]
             self.lr = tf.Variable(optimizer.schedule.lr_at_epoch(0), dtype=tf.float32)
@@ -135,6 +165,44 @@ class TensorFlowTrainer:
     def state(self) -> Weights:
         return {name: variable.numpy() for name, variable in self.model.weights.items()}
 
+    def predict_in(self, precision: str, calibration: list[np.ndarray]) -> Predictor:
+        """The trained model in `precision` as TensorFlow's cells run it: bfloat16 as Keras's
+        `bfloat16` policy (variables and compute in bfloat16), in this trainer's mode;
+        int8_static as the litert cells, LiteRT's full-integer quantization calibrated on
+        `calibration`, run by the LiteRT interpreter on one thread."""
+        if precision == INT8_STATIC:
+            return self._litert_int8(calibration)
+        if precision != BFLOAT16:
+            raise NotImplementedError(f"tensorflow runs no trained model in {precision}")
+        weights = {
+            name: value.astype(tf.bfloat16.as_numpy_dtype) for name, value in self.state().items()
+        }
+        with tf.device(self.device_name):
+            model = ResNet(self.model.spec, weights, tf.bfloat16)
+        run = self._wrap(lambda x: model(x, training=False))
+
+        def logits(images: np.ndarray) -> np.ndarray:
+            with tf.device(self.device_name):
+                return run(tf.convert_to_tensor(images)).numpy().astype(np.float32)
+
+        return logits, {}
+
+    def _litert_int8(self, calibration: list[np.ndarray]) -> Predictor:
+        from fwbench.frameworks.tensorflow.export import LITERT_OPTIMIZATIONS, litert_model
+        from fwbench.runtimes.litert import logits_of
+
+        signature = tf.TensorSpec((None, *calibration[0].shape[1:]), tf.float32, name="x")
+        forward = tf.function(lambda x: self.model(x, training=False), input_signature=[signature])
+        start = time.perf_counter()
+        content = litert_model(forward, INT8_STATIC, calibration)
+        details = {
+            "converter": "tf.lite.TFLiteConverter.from_concrete_functions",
+            "optimizations": LITERT_OPTIMIZATIONS[INT8_STATIC],
+            "quantize_s": time.perf_counter() - start,
+            "runtime": "LiteRT interpreter, 1 thread",
+        }
+        return logits_of(content, threads=1), details
+
     def compile_info(self) -> CompileInfo:
         if self.mode == "eager":
             return CompileInfo(compiled=False, how="eager: op by op")
@@ -179,4 +247,5 @@ def build(
     run = TrainOptions(**options)
     check_framework_mode("tensorflow", run.mode)
     _configure(run.device, run.threads, run.allow_tf32)
-    return TensorFlowTrainer(spec, weights, optimizer, run.mode, run.device)
+    compute = tf.bfloat16 if run.precision == "bfloat16" else tf.float32
+    return TensorFlowTrainer(spec, weights, optimizer, run.mode, run.device, compute)

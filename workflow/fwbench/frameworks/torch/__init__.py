@@ -17,11 +17,18 @@ INFO = FrameworkInfo(
     export_modes=("aoti", "onnxrt"),
     runtime_modes={"onnxrt": "onnxrt"},
     mode_distributions={"onnxrt": ("onnxruntime", "onnxruntime-gpu", "onnx", "onnxscript")},
+    precision_distributions=dict.fromkeys(("compiled", "aoti"), {INT8_STATIC: ("torchao",)}),
     # bfloat16: the module and its input cast (module.to(torch.bfloat16)); compiled_<name>
     # variants take what compiled takes; int8 and int8_static: ONNX Runtime's dynamic and
     # static (QDQ, calibrated) quantization of the float32 ONNX export (runtimes.onnxrt);
-    # aoti's int8_static: PT2E with the x86 Inductor quantizer (frameworks.torch.quantize)
-    precisions=dict.fromkeys(("eager", "compiled"), (BFLOAT16,))
-    | {"aoti": (BFLOAT16, INT8_STATIC), "onnxrt": (BFLOAT16, INT8, INT8_STATIC)},
+    # compiled's and aoti's int8_static: PT2E with the x86 Inductor quantizer
+    # (frameworks.torch.quantize), compiled by torch.compile in the cell or packaged by
+    # AOTInductor in the export job
+    precisions={
+        "eager": (BFLOAT16,),
+        "compiled": (BFLOAT16, INT8_STATIC),
+        "aoti": (BFLOAT16, INT8_STATIC),
+        "onnxrt": (BFLOAT16, INT8, INT8_STATIC),
+    },
     stream_probe=True,
 )

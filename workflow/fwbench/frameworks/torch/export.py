@@ -59,7 +59,7 @@ def export(
     batch = torch.export.Dim("batch", min=1)
     quantized: dict[str, Any] = {}
     if precision == INT8_STATIC:  # the converted module is what aoti packages
-        module, quantized = pt2e(module, example, batch, calibration or [])
+        module, quantized = pt2e(module, calibration or [])
     if mode == "onnxrt":
         exported = _onnx(module, example, batch, stem + SUFFIXES[mode])
     else:

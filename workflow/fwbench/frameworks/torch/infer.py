@@ -9,7 +9,9 @@ torch.inference_mode().
 Precision bfloat16: the module cast to torch.bfloat16 (models.build_module) and each input cast
 to it in `prepare`; torch.compile compiles the bf16 module, and aoti loads a package exported
 from it (frameworks.torch.export). int8_static (aoti): the package of the PT2E-quantized module
-(frameworks.torch.quantize), fed float32; whether its integer kernels ran is read from oneDNN's
+(frameworks.torch.quantize), fed float32; compiled's int8_static: the same quantization done in
+the cell, compiled by torch.compile with inductor's freezing (torch's x86 Inductor quantization
+tutorial); whether its integer kernels ran is read from oneDNN's
 verbose log (profiling.onednn_precision). Outputs come back as float32 numpy arrays.
 """
 
@@ -35,6 +37,7 @@ from fwbench.frameworks.torch.compile_info import (
 )
 from fwbench.frameworks.torch.models import DTYPES, build_module
 from fwbench.frameworks.trace import Trace
+from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
 from fwbench.precisions import QUANTIZED, arithmetic_of
 
@@ -97,7 +100,10 @@ class TorchRunner(BaseRunner):
             self.module = None
             self._forward = aoti_load_package(self.artifact)
             return
-        self.module = build_module(spec, weights, self.precision).to(self._device)
+        if self.precision == INT8_STATIC:  # compiled: PT2E here, inductor lowers it
+            self.module, self.settings["quantization"] = _pt2e_of(spec, weights, self._device)
+        else:
+            self.module = build_module(spec, weights, self.precision).to(self._device)
         self._forward = self.module
         if mode != "eager":
             self._forward = self._compile()
@@ -125,7 +131,11 @@ class TorchRunner(BaseRunner):
 
         # Freezing is an inductor setting, not a torch.compile argument; each cell is its own
         # process, so setting it process-wide changes only this runner.
-        torch._inductor.config.freezing = bool(self.options.get("freezing", False))
+        # A PT2E module's quantize/dequantize pairs become oneDNN's integer kernels only with
+        # freezing (the x86 Inductor quantization tutorial): on for int8_static, recorded.
+        quantized = self.precision == INT8_STATIC
+        freezing = quantized or bool(self.options.get("freezing", False))
+        torch._inductor.config.freezing = self.settings["inductor_freezing"] = freezing
         return torch.compile(self.module, **self._compile_arguments())
 
     def to_device(self, x: np.ndarray) -> torch.Tensor:
@@ -239,21 +249,19 @@ class TorchRunner(BaseRunner):
         return replace(found, notes=(*found.notes, unseen))
 
     def quantization_steps(self, prepared: torch.Tensor) -> list[float]:
-        """Per rounding to an integer at this input (model.precision_bound.quantization_bound):
-        an AOTInductor package's constants cannot be read back, so the PT2E quantization is
-        redone from the same weights and calibration set (its ranges equal up to float
-        summation order) and its converted module run (frameworks.torch.quantize)."""
-        from fwbench.frameworks.torch.export import EXAMPLE_BATCH
-        from fwbench.model.weights import make_calibration
-
+        """Per rounding to an integer at this input (model.precision_bound.quantization_bound),
+        from the converted module run (frameworks.torch.quantize): a compiled cell's own; an
+        AOTInductor package's constants cannot be read back, so for aoti the PT2E quantization
+        is redone from the same weights and calibration set (its ranges equal up to float
+        summation order)."""
         if self.precision != INT8_STATIC or self._weights is None:
             raise RuntimeError(
                 f"no quantization to bound in a {self.precision} cell built without weights"
             )
-        module = build_module(self.spec, self._weights, FLOAT32)
-        example = torch.zeros(self.spec.input_shape(EXAMPLE_BATCH))
-        batch = torch.export.Dim("batch", min=1)
-        converted, _ = quantize.pt2e(module, example, batch, make_calibration(self.spec))
+        if self.artifact:
+            converted, _ = _pt2e_of(self.spec, self._weights, torch.device("cpu"))
+        else:  # compiled: the converted module the cell compiled
+            converted = self.module
         return quantize.quantization_steps(converted, prepared.cpu())
 
     def counter_flops(self, prepared: torch.Tensor) -> tuple[float | None, str]:
@@ -287,6 +295,19 @@ class TorchRunner(BaseRunner):
                 f"matrices, run by a fused op without a FLOP formula: {shown}"
             )
         return float(counter.get_total_flops()), "torch FlopCounterMode, one eager call"
+
+
+def _pt2e_of(
+    spec: ArchSpec, weights: Weights | None, device: torch.device
+) -> tuple[torch.fx.GraphModule, dict[str, Any]]:
+    """The PT2E-quantized module (frameworks.torch.quantize.pt2e) of the float32 model from
+    `weights`, calibrated on model.weights.make_calibration's set, as aoti's export job
+    quantizes it: what a compiled int8_static cell compiles, and what a check redoes."""
+    from fwbench.model.weights import calibration_settings, make_calibration
+
+    module = build_module(spec, weights, FLOAT32).to(device)
+    converted, details = quantize.pt2e(module, make_calibration(spec))
+    return converted, details | {"calibration": calibration_settings()}
 
 
 def _arguments(options: dict[str, Any]) -> str:

@@ -38,19 +38,21 @@ SETTINGS = {
 
 
 def pt2e(
-    module: torch.nn.Module, example: torch.Tensor, batch: Any, calibration: list[np.ndarray]
+    module: torch.nn.Module, calibration: list[np.ndarray]
 ) -> tuple[torch.fx.GraphModule, dict[str, Any]]:
-    """The converted module of a float32 `module` (its batch axis dynamic) calibrated on
-    `calibration` (neutral layout, torch's own), and what a manifest records of it."""
+    """The converted module of a float32 `module` calibrated on `calibration` (batches in the
+    module's own layout; the first is the example torch.export captures it with, its batch
+    axis dynamic), and what a manifest records of it."""
     import torchao.quantization.pt2e.quantizer.x86_inductor_quantizer as x86
     from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
 
     if not calibration:
         raise ValueError("torch's PT2E static quantization needs a calibration set")
-    if example.device.type != "cpu":
-        raise ValueError(
-            f"the x86 Inductor quantizer lowers to oneDNN's CPU kernels, not {example.device}"
-        )
+    device = next(module.parameters()).device
+    if device.type != "cpu":
+        raise ValueError(f"the x86 Inductor quantizer lowers to oneDNN's CPU kernels, not {device}")
+    example = torch.from_numpy(np.ascontiguousarray(calibration[0], dtype=np.float32))
+    batch = torch.export.Dim("batch", min=1)
     start = time.perf_counter()
     with torch.no_grad():
         captured = torch.export.export(module, (example,), dynamic_shapes=({0: batch},))
@@ -58,7 +60,7 @@ def pt2e(
         quantizer.set_global(x86.get_default_x86_inductor_quantization_config())
         prepared = prepare_pt2e(explicit_same_padding(captured.module()), quantizer)
         for rows in calibration:
-            prepared(torch.from_numpy(rows).to(example.device))
+            prepared(torch.from_numpy(np.ascontiguousarray(rows, dtype=np.float32)))
         converted = convert_pt2e(prepared)
     details = SETTINGS | {
         "torchao": distribution_version("torchao"),

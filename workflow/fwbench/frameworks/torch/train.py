@@ -3,11 +3,14 @@ torch.optim.SGD (the reference semantics) and MultiStepLR stepped once per epoch
 
 Modes: `eager`; `compiled` = torch.compile of the model (forward and, through AOTAutograd, its
 backward; train and eval mode each get a graph); the loss and the optimizer step run eagerly.
+Precision `bfloat16`: the forward under torch.autocast (BFLOAT16_POLICY); the loss from the
+logits in float32.
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,13 +20,22 @@ import torch.nn.functional as F
 from torch import nn
 
 from fwbench.frameworks import check_framework_mode
-from fwbench.frameworks.protocols import CompileInfo, TrainOptions
+from fwbench.frameworks.protocols import CompileInfo, Predictor, TrainOptions
 from fwbench.frameworks.torch.compile_info import compile_info_since, counter_snapshot
+from fwbench.frameworks.torch.quantize import pt2e
 from fwbench.model.optimizer import SGDConfig
 from fwbench.model.resnet import Conv, ResNetSpec
 from fwbench.model.weights import Weights
+from fwbench.precisions import BFLOAT16, INT8_STATIC
 
 INPUT_LAYOUT = "NCHW"
+BFLOAT16_POLICY = (
+    "torch.autocast(device_type, dtype=torch.bfloat16) around the model's forward: autocast's "
+    "list runs conv2d and linear in bfloat16 over the float32 parameters and they return "
+    "bfloat16; batch_norm, off its lists, takes the bfloat16 activations with its float32 "
+    "weights and statistics and returns bfloat16; "
+    "cross_entropy on the logits cast to float32, outside it"
+)
 _BN_SLOTS = {
     "gamma": "weight",
     "beta": "bias",
@@ -120,9 +132,12 @@ class TorchTrainer:
         mode: str,
         device: str,
         dtype: torch.dtype = torch.float32,
+        autocast: torch.dtype | None = None,
     ) -> None:
-        """`dtype` float64 gives the reference trainer the equivalence tests compare with."""
+        """`dtype` float64 gives the reference trainer the equivalence tests compare with;
+        `autocast` bfloat16 the mixed-precision one (BFLOAT16_POLICY)."""
         self.mode, self.device, self.dtype = mode, torch.device(device), dtype
+        self.autocast = autocast
         self.model = ResNet(spec)
         self.model.load_neutral(weights)
         self.model.to(self.device, dtype).train()
@@ -142,6 +157,14 @@ class TorchTrainer:
     def _to_device(self, array: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
         return torch.from_numpy(array).to(self.device, dtype=dtype, non_blocking=True)
 
+    def _logits(self, x: torch.Tensor) -> torch.Tensor:
+        """The forward, under autocast in a mixed-precision run; float32 logits either way."""
+        if self.autocast is None:
+            return self.forward(x)
+        with torch.autocast(self.device.type, dtype=self.autocast):
+            logits = self.forward(x)
+        return logits.to(self.dtype)
+
     def _sync(self) -> None:
         if self.device.type == "cuda":
             torch.cuda.synchronize(self.device)
@@ -153,7 +176,7 @@ class TorchTrainer:
             x = self._to_device(images, self.dtype)
             y = self._to_device(labels, torch.int64)
             self.optimizer.zero_grad(set_to_none=True)
-            loss = F.cross_entropy(self.forward(x), y)
+            loss = F.cross_entropy(self._logits(x), y)
             loss.backward()
             self.optimizer.step()
             losses.append(loss.detach())
@@ -170,13 +193,34 @@ class TorchTrainer:
     def predict(self, images: np.ndarray) -> np.ndarray:
         self.model.eval()
         try:
-            logits = self.forward(self._to_device(images, self.dtype))
+            logits = self._logits(self._to_device(images, self.dtype))
             return logits.cpu().numpy()
         finally:
             self.model.train()
 
     def state(self) -> Weights:
         return self.model.neutral_state()
+
+    def predict_in(self, precision: str, calibration: list[np.ndarray]) -> Predictor:
+        """The trained model in `precision` as torch's cells run it: bfloat16, the module and
+        its input cast (module.to(torch.bfloat16)); int8_static, torch's PT2E with the x86
+        Inductor quantizer calibrated on `calibration` (frameworks.torch.quantize, as the
+        compiled and aoti cells quantize), run as the converted graph: its
+        quantize/dequantize pairs round as the integer kernels do, at float speed."""
+        model, details = copy.deepcopy(self.model).eval(), {}
+        dtype = torch.bfloat16 if precision == BFLOAT16 else torch.float32
+        if precision == INT8_STATIC:
+            model, details = pt2e(model, calibration)
+        elif precision == BFLOAT16:
+            model = model.to(dtype)
+        else:
+            raise NotImplementedError(f"torch runs no trained model in {precision}")
+
+        @torch.no_grad()
+        def logits(images: np.ndarray) -> np.ndarray:
+            return model(self._to_device(images, dtype)).float().cpu().numpy()
+
+        return logits, details
 
     def compile_info(self) -> CompileInfo:
         """From dynamo's counters since build (compile_info_since); raises before the first
@@ -215,4 +259,5 @@ def build(spec: ResNetSpec, weights: Weights, optimizer: SGDConfig, **options: A
     run = TrainOptions(**options)
     check_framework_mode("torch", run.mode)
     _configure(run.device, run.threads, run.allow_tf32)
-    return TorchTrainer(spec, weights, optimizer, run.mode, run.device)
+    autocast = torch.bfloat16 if run.precision == "bfloat16" else None
+    return TorchTrainer(spec, weights, optimizer, run.mode, run.device, autocast=autocast)

@@ -15,6 +15,7 @@ from fwbench.io.variables import V
 from fwbench.present.format import fixed, latency_us, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.report.precision import precision_findings
+from fwbench.present.report.training import training_findings
 from fwbench.present.tables import RATIO_WITH_CI
 
 
@@ -175,6 +176,7 @@ def findings_section(context: ReportContext, part: SystemPart) -> str:
         *attribution_findings(view, batch),
         *efficiency_findings(view),
         *precision_findings(view, context.equivalence, part.name),
+        *training_findings(context, part.name),
         *problem_findings(view),
     ]
     heading = "## Findings" + (f": system `{part.name}`" if part.name else "")

@@ -10,9 +10,16 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
-from fwbench.io.dims import STATUS_ABSENT
+from fwbench.io.dims import STATUS_ABSENT, STATUS_OK
+from fwbench.present.format import MISSING, fixed, percent, times
 from fwbench.present.report.context import ReportContext
 from fwbench.present.report.markdown import frame_table, table
+from fwbench.training.summary import (
+    ACCURACY_SHARE_BAR,
+    against_float32,
+    evaluated_against_float32,
+    summary_frame,
+)
 
 # Per-run training quantities shown when the run dataset has them: (variable, header, scale).
 TRAINING_COLUMNS = (
@@ -49,6 +56,150 @@ def training_runs_table(train: xr.Dataset) -> str:
     return table(header, rows)
 
 
+def _pair(row: pd.Series, name: str, scale: float = 1.0, digits: int = 2) -> str:
+    """`float32 → low` of one quantity of a row of training.summary.against_float32."""
+    low, base = row[name], row[f"{name}_float32"]
+    return f"{fixed(base, scale, digits)} → {fixed(low, scale, digits)}"
+
+
+def _share(share: float) -> str:
+    """An accuracy share to 0.1%: whole percents would print 98.6% as the bar's 99%."""
+    return f"{fixed(share, 100.0, 1)}%" if np.isfinite(share) else MISSING
+
+
+def _accuracy(row: pd.Series) -> str:
+    share = row["accuracy_share"]
+    if not np.isfinite(share):
+        return MISSING
+    mark = "" if row["meets_bar"] else f" **below {percent(ACCURACY_SHARE_BAR)}**"
+    return f"{_share(share)}{mark}"
+
+
+def precision_table(train: xr.Dataset) -> str:
+    """Each run in a low precision beside its float32 run: the speedup of its steady epochs,
+    epoch time, compile overhead, time to target, peak memory, final accuracy, and that
+    accuracy as a share of float32's against MLPerf's bar. Empty without such a run."""
+    if "precision" not in train.dims:  # aggregated before precision was a dimension
+        return ""
+    paired = against_float32(summary_frame(train))
+    if paired.empty:
+        return ""
+    rows = [
+        [
+            f"{row['framework']}/{row['mode']}",
+            f"{row['model']}/{row['dataset']}",
+            row["precision"],
+            row["status"],
+            times(row["speedup"]),
+            _pair(row, "steady_epoch_time_s"),
+            _pair(row, "first_epoch_overhead_s"),
+            _pair(row, "time_to_target_s"),
+            _pair(row, "peak_mem_bytes", 2**-20, 0),
+            _pair(row, "final_val_accuracy", 100.0, 1),
+            _accuracy(row),
+        ]
+        for _, row in paired.iterrows()
+    ]
+    header = [
+        "variant",
+        "model/data",
+        "precision",
+        "status",
+        "speedup",
+        "steady epoch s (fp32 → it)",
+        "first-epoch overhead s",
+        "time to target s",
+        "peak memory MiB",
+        "final val. accuracy %",
+        f"accuracy / fp32's (bar {percent(ACCURACY_SHARE_BAR)})",
+    ]
+    note = (
+        "\nLower-precision training beside float32: one run each, so the speedup is a ratio of "
+        "the steady epochs' medians without a CI; the bar is MLPerf's (a reduced-precision "
+        "result keeps 99% of the float32 accuracy).\n"
+    )
+    return "### Precision against float32\n\n" + table(header, rows) + note
+
+
+def evaluated_table(train: xr.Dataset) -> str:
+    """Each float32 run's trained model evaluated as the framework's cells run each lower
+    precision, its accuracy against float32's and MLPerf's bar. Empty without such a run."""
+    if "precision" not in train.dims:
+        return ""
+    paired = evaluated_against_float32(summary_frame(train))
+    if paired.empty:
+        return ""
+    rows = [
+        [
+            f"{row['framework']}/{row['mode']}",
+            f"{row['model']}/{row['dataset']}",
+            row["precision"],
+            fixed(row["final_val_accuracy"], 100.0, 1),
+            fixed(row["accuracy"], 100.0, 1),
+            _accuracy(row),
+        ]
+        for _, row in paired.iterrows()
+    ]
+    header = [
+        "trained in float32",
+        "model/data",
+        "evaluated in",
+        "float32 val. accuracy %",
+        "its val. accuracy %",
+        f"accuracy / fp32's (bar {percent(ACCURACY_SHARE_BAR)})",
+    ]
+    note = (
+        "\nThe float32-trained model cast (bfloat16: weights and activations) or quantized "
+        "(int8_static, calibrated on 8 training batches: torch's PT2E run as its "
+        "quantize/dequantize graph, TensorFlow's LiteRT full-integer model in the LiteRT "
+        "interpreter) as the framework's cells run that precision, evaluated on the validation "
+        "split after the timed epochs; — where the framework does not run it (the train file's "
+        "`evaluated_in` says why).\n"
+    )
+    return "### The trained model in lower precision\n\n" + table(header, rows) + note
+
+
+def training_findings(context: ReportContext, system: str | None) -> list[str]:
+    """What lower precision did to training on `system` (None: every run), from the stacked
+    runs: each bfloat16 run's speedup and accuracy against float32's, and the float32-trained
+    model's accuracy in each precision it was evaluated in, against MLPerf's bar."""
+    lines = []
+    for loaded in context.training:
+        train = loaded.content
+        if not isinstance(train, xr.Dataset) or "precision" not in train.dims:
+            continue
+        frame = summary_frame(train)
+        if system is not None:
+            frame = frame[frame["system"] == system]
+        trained = [_trained_phrase(row) for _, row in against_float32(frame).iterrows()]
+        if trained:
+            lines.append(
+                "Lower-precision training against float32 (Training): " + "; ".join(trained) + "."
+            )
+        evaluated = evaluated_against_float32(frame).dropna(subset=["accuracy"])
+        if not evaluated.empty:
+            shares = ", ".join(_evaluated_phrase(row) for _, row in evaluated.iterrows())
+            lines.append(f"The float32-trained model in lower precision (Training): {shares}.")
+    return lines
+
+
+def _bar_word(row: pd.Series) -> str:
+    return "" if row["meets_bar"] else f", below the {percent(ACCURACY_SHARE_BAR)} bar"
+
+
+def _trained_phrase(row: pd.Series) -> str:
+    label = f"{row['framework']}/{row['mode']} {row['precision']}"
+    if row["status"] != STATUS_OK:
+        return f"{label} failed"
+    accuracy = f"{_share(row['accuracy_share'])} of float32's accuracy"
+    return f"{label} {times(row['speedup'])} as fast, {accuracy}{_bar_word(row)}"
+
+
+def _evaluated_phrase(row: pd.Series) -> str:
+    label = f"{row['framework']}/{row['mode']} as {row['precision']}"
+    return f"{label} {_share(row['accuracy_share'])}{_bar_word(row)}"
+
+
 def training_section(context: ReportContext) -> str:
     if not context.training:
         return ""
@@ -56,6 +207,8 @@ def training_section(context: ReportContext) -> str:
     for loaded in context.training:
         if isinstance(loaded.content, xr.Dataset):
             parts.append(f"From `{loaded.path.name}`:\n\n" + training_runs_table(loaded.content))
+            parts.append(precision_table(loaded.content))
+            parts.append(evaluated_table(loaded.content))
         elif isinstance(loaded.content, pd.DataFrame):
             parts.append(f"From `{loaded.path.name}`:\n\n" + frame_table(loaded.content))
         else:
