@@ -61,29 +61,37 @@ def test_a_float32_train_jobs_params_are_those_from_before_precision():
     wildcards = {k: v for k, v in run.items() if k != "precision"} | {"precision_tag": ""}
     assert plan.train_params(wildcards) == {"versions": FAKE_VERSIONS[run["framework"]]}
     section = validated(base=SMOKE)["train"]
-    assert plan.train_settings == {k: v for k, v in section.items() if k != "precisions"}
+    before = {k: v for k, v in section.items() if k != "precisions"}
+    assert plan.train_settings(wildcards) == before
     bf16 = wildcards | {"precision_tag": "-bf16"}
-    assert plan.train_params(bf16)["precision"] == "bfloat16"
+    assert plan.train_settings(bf16) == before | {"precision": "bfloat16"}
+    assert plan.train_params(bf16) == plan.train_params(wildcards)
 
 
 def test_a_precision_the_config_does_not_train_is_refused_naming_it():
     plan = plan_of({"train": {"precisions": ["float32"]}}, base=SMOKE)
     run = plan.train_runs[0]
     with pytest.raises(ValueError, match=r"training precision 'bfloat16' is not configured"):
-        plan.train_params(run | {"precision": "bfloat16"})
+        plan.train_settings(run | {"precision": "bfloat16"})
 
 
 def test_the_run_settings_take_the_section_less_the_plans_keys():
     settings = tiny_settings()
     assert settings["precisions"] == ["float32", "bfloat16"]
     assert "precisions" not in run_settings(settings)
+    assert run_settings(settings, "bfloat16")["precision"] == "bfloat16"
+    assert "precision" not in run_settings(settings, "float32")  # as before precision
+    parse_settings(run_settings(settings, "bfloat16"))
     parse_settings(settings)  # the plan's key is accepted, not a run setting
     with pytest.raises(ValueError, match="unknown train settings"):
-        parse_settings(settings | {"precision": "bfloat16"})
+        parse_settings(settings | {"precison": "bfloat16"})
+    with pytest.raises(ValueError, match="unknown training precision 'int8'"):
+        run_settings(settings, "int8")
 
 
 def test_an_unknown_training_precision_is_a_failed_run_naming_it():
-    run = training.run("torch", "eager", "tiny", "digits", tiny_settings(), precision="int8")
+    settings = tiny_settings() | {"precision": "int8"}
+    run = training.run("torch", "eager", "tiny", "digits", settings)
     assert run.attrs["status"] == "failed"
     assert "unknown training precision 'int8'" in run.attrs["error_message"]
 
@@ -147,7 +155,7 @@ def test_an_unknown_precision_is_refused_by_every_adapter_naming_it(framework):
 def test_a_bfloat16_run_records_its_policy_and_trains_in_each_framework():
     settings = tiny_settings()
     for framework, mode in (("torch", "eager"), ("jax", "jit"), ("tensorflow", "function")):
-        run = training.run(framework, mode, "tiny", "digits", settings, precision="bfloat16")
+        run = training.run(framework, mode, "tiny", "digits", run_settings(settings, "bfloat16"))
         assert run.attrs["status"] == "ok", run.attrs.get("error_message")
         assert run.attrs["precision"] == "bfloat16"
         assert run.attrs["precision_policy"] == MIXED_BFLOAT16
@@ -247,7 +255,7 @@ def test_a_float32_run_evaluates_its_trained_model_in_each_precision_its_framewo
     outcome = json.loads(jax_run.attrs["evaluated_in"])
     assert outcome["bfloat16"] == "ok" and outcome["int8_static"].startswith("not run: jax")
     assert np.isnan(float(jax_run[evaluated_in("int8_static")]))
-    bf16_run = training.run("jax", "jit", "tiny", "digits", settings, precision="bfloat16")
+    bf16_run = training.run("jax", "jit", "tiny", "digits", run_settings(settings, "bfloat16"))
     assert "evaluated_in" not in bf16_run.attrs  # only a float32 run's model
 
 

@@ -187,7 +187,6 @@ def test_the_script_writes_the_file_and_log_under_the_timing_lock(tmp_path):
         "settings": tiny_settings(epochs=1),
         "system": {"device": "cpu", "threads": 1},
         "seed": 0,
-        "checked": {"versions": {}},
     }
     config = {"timing_lock": str(tmp_path / "timing.lock")}
     output, log = tmp_path / "out" / "tiny-digits.nc", tmp_path / "train.log"
@@ -212,7 +211,7 @@ def test_the_script_writes_the_file_and_log_under_the_timing_lock(tmp_path):
     assert ds.attrs["lock_wait_s"] >= 0 and (tmp_path / "timing.lock").exists()
     assert ds.attrs["system"] == "box" and ds.attrs["cpu_model"]  # the node it ran on
     assert ds.attrs["precision"] == "float32"
-    assert "torch/eager/tiny/digits/float32: status=ok" in log.read_text()
+    assert "torch/eager/tiny/digits: status=ok" in log.read_text()
 
 
 @pytest.fixture(scope="module")

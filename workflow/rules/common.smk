@@ -72,6 +72,7 @@ rounds_variants = per_job(lambda wildcards: json.dumps(PLAN.rounds_variants(wild
 export_request = per_job(lambda wildcards: PLAN.export_request(wildcards).to_json())
 system_params = per_job(lambda wildcards: PLAN.systems[wildcards.system].placement())
 train_params = per_job(lambda wildcards: PLAN.train_params(wildcards))
+train_settings = per_job(lambda wildcards: PLAN.train_settings(wildcards))
 
 
 def figure_outputs(names, category, directory="results/figures/{system}"):

@@ -18,7 +18,7 @@ rule train:
         mode="{mode}",
         model="{model}",
         dataset="{dataset}",
-        settings=PLAN.train_settings,
+        settings=train_settings,
         system=system_params,
         seed=config["seed"],
         checked=train_params,

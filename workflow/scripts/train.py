@@ -1,4 +1,4 @@
-"""Snakemake `train` job: one framework × mode × model × dataset × precision → its train file
+"""Snakemake `train` job: one framework × mode × model × dataset → its train file
 (fwbench.training.run).
 
 Threads and the framework's pre-import environment are set before anything imports the
@@ -23,7 +23,6 @@ from fwbench import provenance  # noqa: E402
 from fwbench.host.harness import timing_lock  # noqa: E402
 from fwbench.io.joblog import job_log  # noqa: E402 (after the framework's environment)
 from fwbench.io.train_file import write_run  # noqa: E402
-from fwbench.precisions import FLOAT32  # noqa: E402
 from fwbench.training.run import run  # noqa: E402
 
 with job_log(sm.log[0]):
@@ -37,15 +36,13 @@ with job_log(sm.log[0]):
             seed=params.seed,
             device=params.system["device"],
             threads=thread_info,
-            precision=params.checked.get("precision", FLOAT32),
         )
     result.attrs["lock_wait_s"] = waited_s
     result.attrs["system"] = sm.wildcards.system
     result.attrs |= provenance.node_identity(params.system["device"])
     write_run(result, sm.output[0])
     print(
-        f"{params.framework}/{params.mode}/{params.model}/{params.dataset}/"
-        f"{result.attrs['precision']}: "
+        f"{params.framework}/{params.mode}/{params.model}/{params.dataset}: "
         f"status={result.attrs['status']} {result.attrs.get('error_message', '')}",
         flush=True,
     )

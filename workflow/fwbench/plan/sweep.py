@@ -20,7 +20,6 @@ from fwbench.plan.processes import cell_key, multi_process_cells
 from fwbench.plan.request import CellRequest
 from fwbench.plan.rounds import RoundsPlan
 from fwbench.plan.versions import VersionsOf, versions_source
-from fwbench.precisions import FLOAT32
 from fwbench.rng import seeded_shuffle
 from fwbench.systems import System, parse_systems
 from fwbench.training.config import run_settings
@@ -239,32 +238,32 @@ class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
     def train_files(self) -> list[str]:
         return [paths.TRAIN_RUN.format(**paths.with_tag(run)) for run in self.train_runs]
 
-    @property
-    def train_settings(self) -> dict[str, Any]:
-        """What every train job is told of the train section (its `settings` param)."""
-        return run_settings(self.config["train"])
-
-    def train_params(self, wildcards: Mapping[str, Any]) -> dict[str, Any]:
-        """What a train job checks against the config: the versions it records, and its
-        precision where it is not float32 (a float32 run's params are those from before
-        precision was a dimension, so upgrading reruns none). Raises for a mode or a precision
-        the config does not train."""
-        fw, train = wildcards["framework"], self.config["train"]
-        if wildcards["mode"] not in train["modes"][fw]:
-            raise ValueError(
-                f"training mode {wildcards['mode']!r} is not configured for {fw} "
-                f"(train.modes.{fw}: {train['modes'][fw]})"
-            )
-        precision = precision_of(wildcards)
+    def train_settings(self, wildcards: Mapping[str, Any]) -> dict[str, Any]:
+        """What a train job is told (its `settings` param): the train section less the plan's
+        keys, with the run's precision where it is not float32 (training.config.run_settings:
+        a float32 run's settings are those from before precision was a dimension, so upgrading
+        reruns none). Raises for a precision the config does not train."""
+        precision, train = precision_of(wildcards), self.config["train"]
         if precision not in train["precisions"]:
             raise ValueError(
                 f"training precision {precision!r} is not configured "
                 f"(train.precisions: {train['precisions']})"
             )
+        return run_settings(train, precision)
+
+    def train_params(self, wildcards: Mapping[str, Any]) -> dict[str, Any]:
+        """What a train job checks against the config: the versions it records. Raises for a
+        mode the config does not train."""
+        fw, modes = wildcards["framework"], self.config["train"]["modes"]
+        if wildcards["mode"] not in modes[fw]:
+            raise ValueError(
+                f"training mode {wildcards['mode']!r} is not configured for {fw} "
+                f"(train.modes.{fw}: {modes[fw]})"
+            )
         versions = frameworks.mode_versions(
             fw, wildcards["mode"], self.versions[(wildcards["system"], fw)]
         )
-        return dict(versions=versions) | ({} if precision == FLOAT32 else {"precision": precision})
+        return dict(versions=versions)
 
     def table_file(self, name: str, system: str = "{system}") -> str:
         """A summary table's path (of every system: `{system}` left as a wildcard)."""

@@ -48,11 +48,16 @@ MIXED_BFLOAT16 = (
 # Keys of the train section the plan reads and a run does not: the rule passes the section
 # without them (run_settings), so that adding a precision reruns no existing run.
 PLAN_ONLY_KEYS = frozenset({"precisions"})
+# A run's own precision, in its settings where it is not float32 (so a float32 run's settings,
+# and its job's params, are those from before precision was a dimension).
+PRECISION_KEY = "precision"
 
 
-def run_settings(section: dict[str, Any]) -> dict[str, Any]:
-    """The train section as one run's settings: without the plan's keys (PLAN_ONLY_KEYS)."""
-    return {key: value for key, value in section.items() if key not in PLAN_ONLY_KEYS}
+def run_settings(section: dict[str, Any], precision: str = FLOAT32) -> dict[str, Any]:
+    """The train section as one run's settings: without the plan's keys (PLAN_ONLY_KEYS), with
+    the run's precision where it is not float32."""
+    settings = {key: value for key, value in section.items() if key not in PLAN_ONLY_KEYS}
+    return settings | ({} if precision == FLOAT32 else {PRECISION_KEY: check_precision(precision)})
 
 
 def check_precision(precision: str) -> str:
@@ -83,7 +88,7 @@ def _require(condition: bool, message: str) -> None:
 def parse_settings(settings: dict[str, Any]) -> TrainConfig:
     """The typed config of a validated `train` section (every key present, defaults filled)."""
     missing = _SETTING_KEYS - set(settings)
-    unknown = set(settings) - _SETTING_KEYS - PLAN_ONLY_KEYS
+    unknown = set(settings) - _SETTING_KEYS - PLAN_ONLY_KEYS - {PRECISION_KEY}
     _require(not missing, f"train settings lack {sorted(missing)}: validate them first")
     _require(not unknown, f"unknown train settings {sorted(unknown)}")
     epochs, batch = settings["epochs"], settings["batch_size"]

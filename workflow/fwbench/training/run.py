@@ -90,16 +90,16 @@ def run(
     seed: int = 0,
     device: str = "cpu",
     threads: dict[str, Any] | None = None,
-    precision: str = FLOAT32,
 ) -> xr.Dataset:
-    """Train `model` on `dataset` in `framework`/`mode` and `precision`, and return the train
-    file's dataset.
+    """Train `model` on `dataset` in `framework`/`mode` and the precision `settings` name
+    (`precision`, float32 where absent), and return the train file's dataset.
 
     Never raises for a failure inside the run: the result then has status 'failed' and the
     error in its attributes. `threads` is what threads.setup_threads returned (provenance, and
     its count goes to the framework); set it up before calling.
     """
     start_ns = time.time_ns()
+    precision = str(settings.get("precision", FLOAT32))
     epochs = settings.get("epochs", 1) if isinstance(settings.get("epochs"), int) else 1
     record = RunRecord(epochs=max(epochs, 1))
     framework_version, versions = _versions(framework)
