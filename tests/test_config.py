@@ -124,8 +124,8 @@ def test_the_precision_overlay_takes_low_precisions_to_every_batch_and_no_float3
     overlay = yaml.safe_load((REPO / "config/precision.yaml").read_text())
     base = str(REPO / "config/config.yaml")
     default, every = plan_of(base=base), plan_of(overlay, base=base)
-    # bfloat16: all but litert; int8: the 3 runtime paths; int8_static: those and torch's aoti;
-    # 5 architectures, 4 batches
-    assert len(every.cells) == 240 + (11 + 3 + 4) * 5 * 4
+    # bfloat16: all but litert; int8: the 3 runtime paths; int8_static: those and torch's
+    # compiled and aoti; 5 architectures, 4 batches
+    assert len(every.cells) == 240 + (11 + 3 + 5) * 5 * 4
     fp32 = [c for c in every.cells if c["precision"] == "float32"]
     assert fp32 == [c for c in default.cells if c["precision"] == "float32"]

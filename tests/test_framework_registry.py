@@ -17,9 +17,12 @@ def test_every_package_holds_its_info_under_its_own_name() -> None:
         assert isinstance(info, FrameworkInfo) and info.name == name
         assert frameworks.MODES[name] == info.modes and info.modes[0] == "eager"
         by_mode = [d for ds in info.mode_distributions.values() for d in ds]
+        by_precision = [
+            d for by in info.precision_distributions.values() for ds in by.values() for d in ds
+        ]
         assert frameworks.DISTRIBUTIONS[name] == (
             info.distributions,
-            (*info.recorded, *dict.fromkeys(by_mode)),
+            (*info.recorded, *dict.fromkeys(by_mode + by_precision)),
         )
         assert set(info.runtime_modes) <= set(info.export_modes) <= set(info.modes)
 

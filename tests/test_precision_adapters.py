@@ -136,7 +136,11 @@ def test_each_mode_runs_float32_and_the_precisions_its_framework_names_for_it():
             floats = tuple(p for p in precisions if p not in QUANTIZED)
             assert floats == expected, (framework, mode)
     assert frameworks.mode_precisions("tensorflow", "litert") == ("float32", "int8", "int8_static")
-    assert frameworks.mode_precisions("torch", "compiled_max_autotune") == ("float32", "bfloat16")
+    assert frameworks.mode_precisions("torch", "compiled_max_autotune") == (
+        "float32",
+        "bfloat16",
+        "int8_static",
+    )
 
 
 def test_every_precision_a_framework_names_is_a_known_one_for_one_of_its_modes():

@@ -28,3 +28,17 @@ def arithmetic_of(precision: str) -> str:
     if precision not in ARITHMETIC:
         raise ValueError(f"unknown precision {precision!r}; known: {', '.join(PRECISIONS)}")
     return ARITHMETIC[precision]
+
+
+# The precisions a training run trains in (config train.precisions): bfloat16 is mixed
+# precision (fwbench.training.config.MIXED_BFLOAT16).
+TRAIN_PRECISIONS = (FLOAT32, BFLOAT16)
+
+
+def check_training_precision(precision: str) -> str:
+    """`precision` if runs train in it; raises naming it and the known ones otherwise."""
+    if precision not in TRAIN_PRECISIONS:
+        raise ValueError(
+            f"unknown training precision {precision!r}; known: {', '.join(TRAIN_PRECISIONS)}"
+        )
+    return precision

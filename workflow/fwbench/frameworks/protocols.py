@@ -26,6 +26,7 @@ from fwbench.frameworks.trace import Trace
 from fwbench.model.resnet import ResNetSpec
 from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
+from fwbench.precisions import check_training_precision
 
 
 @dataclass
@@ -236,9 +237,7 @@ class TrainOptions:
     precision: str = "float32"
 
     def __post_init__(self) -> None:
-        from fwbench.training.config import check_precision
-
-        check_precision(self.precision)
+        check_training_precision(self.precision)
 
 
 @runtime_checkable

@@ -149,26 +149,6 @@ class Product:
         return (np.swapaxes(x, -1, -2) if self.adjoint else x).reshape(-1, depth)
 
 
-def logits_of(content: bytes, threads: int) -> Callable[[np.ndarray], np.ndarray]:
-    """A .tflite model's logits function outside a cell (a trained model's evaluation, not
-    timed): each call sizes the input to its batch where it changed, sets it and invokes."""
-    interpreter = Interpreter(model_content=content, num_threads=threads)
-    (given,) = interpreter.get_input_details()
-    output = interpreter.get_output_details()[0]["index"]
-    sized: list[tuple[int, ...]] = []
-
-    def logits(x: np.ndarray) -> np.ndarray:
-        if sized[-1:] != [x.shape]:
-            interpreter.resize_tensor_input(given["index"], list(x.shape), strict=True)
-            interpreter.allocate_tensors()
-            sized.append(x.shape)
-        interpreter.set_tensor(given["index"], np.ascontiguousarray(x, dtype=np.float32))
-        interpreter.invoke()
-        return interpreter.get_tensor(output).copy()
-
-    return logits
-
-
 def operators_of(path: str) -> list[tuple[str, Any]]:
     """(op name, operator) of each operator of a .tflite file's main graph, in order, read
     from the flatbuffer with LiteRT's own schema."""

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from fwbench.model.optimizer import SGDConfig, StepSchedule
-from fwbench.precisions import BFLOAT16, FLOAT32
+from fwbench.precisions import FLOAT32
+from fwbench.precisions import check_training_precision as check_precision
 
 _SETTING_KEYS = {
     "modes",
@@ -34,10 +35,9 @@ _SETTING_KEYS = {
 # What every adapter applies the weight decay to (recorded with each run).
 WEIGHT_DECAY_ON = "every trainable tensor: conv kernels, BN gamma and beta, head W and b"
 
-# The precisions a run trains in (train.precisions). bfloat16 is mixed precision, as users of
-# each framework train in it (torch.autocast, Keras's mixed_bfloat16 policy, JAX with bfloat16
-# compute over float32 parameters), the same policy in all three: recorded with each run.
-TRAIN_PRECISIONS = (FLOAT32, BFLOAT16)
+# bfloat16 training is mixed precision, as users of each framework train in it (torch.autocast,
+# Keras's mixed_bfloat16 policy, JAX with bfloat16 compute over float32 parameters), the same
+# policy in all three (fwbench.precisions.TRAIN_PRECISIONS): recorded with each run.
 MIXED_BFLOAT16 = (
     "mixed: every convolution and the head's matmul take bfloat16 operands (the float32 "
     "weights cast at each use) and return bfloat16, so the activations between layers are "
@@ -58,15 +58,6 @@ def run_settings(section: dict[str, Any], precision: str = FLOAT32) -> dict[str,
     the run's precision where it is not float32."""
     settings = {key: value for key, value in section.items() if key not in PLAN_ONLY_KEYS}
     return settings | ({} if precision == FLOAT32 else {PRECISION_KEY: check_precision(precision)})
-
-
-def check_precision(precision: str) -> str:
-    """`precision` if runs train in it; raises naming it and the known ones otherwise."""
-    if precision not in TRAIN_PRECISIONS:
-        raise ValueError(
-            f"unknown training precision {precision!r}; known: {', '.join(TRAIN_PRECISIONS)}"
-        )
-    return precision
 
 
 @dataclass(frozen=True)

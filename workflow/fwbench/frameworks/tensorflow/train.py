@@ -169,7 +169,7 @@ class TensorFlowTrainer:
         """The trained model in `precision` as TensorFlow's cells run it: bfloat16 as Keras's
         `bfloat16` policy (variables and compute in bfloat16), in this trainer's mode;
         int8_static as the litert cells, LiteRT's full-integer quantization calibrated on
-        `calibration`, run by the LiteRT interpreter on one thread."""
+        `calibration`, run by TensorFlow's own TFLite interpreter on one thread."""
         if precision == INT8_STATIC:
             return self._litert_int8(calibration)
         if precision != BFLOAT16:
@@ -189,7 +189,6 @@ class TensorFlowTrainer:
 
     def _litert_int8(self, calibration: list[np.ndarray]) -> Predictor:
         from fwbench.frameworks.tensorflow.export import LITERT_OPTIMIZATIONS, litert_model
-        from fwbench.runtimes.litert import logits_of
 
         signature = tf.TensorSpec((None, *calibration[0].shape[1:]), tf.float32, name="x")
         forward = tf.function(lambda x: self.model(x, training=False), input_signature=[signature])
@@ -199,9 +198,9 @@ class TensorFlowTrainer:
             "converter": "tf.lite.TFLiteConverter.from_concrete_functions",
             "optimizations": LITERT_OPTIMIZATIONS[INT8_STATIC],
             "quantize_s": time.perf_counter() - start,
-            "runtime": "LiteRT interpreter, 1 thread",
+            "runtime": "tf.lite.Interpreter, 1 thread",
         }
-        return logits_of(content, threads=1), details
+        return _tflite_logits(content), details
 
     def compile_info(self) -> CompileInfo:
         if self.mode == "eager":
@@ -220,6 +219,27 @@ class TensorFlowTrainer:
         if self.device_name == "/CPU:0":
             return None
         return int(tf.config.experimental.get_memory_info("GPU:0")["peak"])
+
+
+def _tflite_logits(content: bytes) -> Callable[[np.ndarray], np.ndarray]:
+    """A .tflite model's logits function, not timed: TensorFlow's own interpreter on one thread
+    (the cells' LiteRT interpreter lives in fwbench.runtimes, which the frameworks do not
+    import); each call sizes the input to its batch where it changed."""
+    interpreter = tf.lite.Interpreter(model_content=content, num_threads=1)
+    (given,) = interpreter.get_input_details()
+    output = interpreter.get_output_details()[0]["index"]
+    sized: list[tuple[int, ...]] = []
+
+    def logits(x: np.ndarray) -> np.ndarray:
+        if sized[-1:] != [x.shape]:
+            interpreter.resize_tensor_input(given["index"], list(x.shape), strict=True)
+            interpreter.allocate_tensors()
+            sized.append(x.shape)
+        interpreter.set_tensor(given["index"], np.ascontiguousarray(x, dtype=np.float32))
+        interpreter.invoke()
+        return interpreter.get_tensor(output).copy()
+
+    return logits
 
 
 def _configure(device: str, threads: int | None, allow_tf32: bool) -> None:

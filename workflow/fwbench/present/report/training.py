@@ -151,7 +151,7 @@ def evaluated_table(train: xr.Dataset) -> str:
     note = (
         "\nThe float32-trained model cast (bfloat16: weights and activations) or quantized "
         "(int8_static, calibrated on 8 training batches: torch's PT2E run as its "
-        "quantize/dequantize graph, TensorFlow's LiteRT full-integer model in the LiteRT "
+        "quantize/dequantize graph, TensorFlow's LiteRT full-integer model in its TFLite "
         "interpreter) as the framework's cells run that precision, evaluated on the validation "
         "split after the timed epochs; — where the framework does not run it (the train file's "
         "`evaluated_in` says why).\n"
