@@ -5,6 +5,7 @@ a CSV's rows as they are, or Markdown embedded as it is."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -75,20 +76,33 @@ def _accuracy(row: pd.Series) -> str:
     return f"{_share(share)}{mark}"
 
 
+def _paired(train: xr.Dataset, pairing: Callable[[pd.DataFrame], pd.DataFrame]) -> pd.DataFrame:
+    """`pairing` (training.summary's against_float32 or evaluated_against_float32) of the
+    stacked runs; empty for runs aggregated before precision was a dimension."""
+    if "precision" not in train.dims:
+        return pd.DataFrame()
+    return pairing(summary_frame(train))
+
+
+def _run_labels(row: pd.Series) -> list[str]:
+    """variant, model/data, precision: the first columns of both precision tables."""
+    return [
+        f"{row['framework']}/{row['mode']}",
+        f"{row['model']}/{row['dataset']}",
+        row["precision"],
+    ]
+
+
 def precision_table(train: xr.Dataset) -> str:
     """Each run in a low precision beside its float32 run: the speedup of its steady epochs,
     epoch time, compile overhead, time to target, peak memory, final accuracy, and that
     accuracy as a share of float32's against MLPerf's bar. Empty without such a run."""
-    if "precision" not in train.dims:  # aggregated before precision was a dimension
-        return ""
-    paired = against_float32(summary_frame(train))
+    paired = _paired(train, against_float32)
     if paired.empty:
         return ""
     rows = [
         [
-            f"{row['framework']}/{row['mode']}",
-            f"{row['model']}/{row['dataset']}",
-            row["precision"],
+            *_run_labels(row),
             row["status"],
             times(row["speedup"]),
             _pair(row, "steady_epoch_time_s"),
@@ -124,16 +138,12 @@ def precision_table(train: xr.Dataset) -> str:
 def evaluated_table(train: xr.Dataset) -> str:
     """Each float32 run's trained model evaluated as the framework's cells run each lower
     precision, its accuracy against float32's and MLPerf's bar. Empty without such a run."""
-    if "precision" not in train.dims:
-        return ""
-    paired = evaluated_against_float32(summary_frame(train))
+    paired = _paired(train, evaluated_against_float32)
     if paired.empty:
         return ""
     rows = [
         [
-            f"{row['framework']}/{row['mode']}",
-            f"{row['model']}/{row['dataset']}",
-            row["precision"],
+            *_run_labels(row),
             fixed(row["final_val_accuracy"], 100.0, 1),
             fixed(row["accuracy"], 100.0, 1),
             _accuracy(row),
