@@ -1,12 +1,16 @@
 """Shared test helpers: the repository root, a snakemake runner with a hard timeout, a
-function run in a fresh process, and every test's CPU affinity put back after it."""
+function run in a fresh process, and every test's CPU affinity put back after it. The
+session's torch inductor cache starts empty, as a cell's process 0 does (a persistent one
+would serve the tests' compilations from an earlier session's, which record no eager ops)."""
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +18,8 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="fwbench-tests-inductor-")
+atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], True)
 
 
 @pytest.fixture(autouse=True)

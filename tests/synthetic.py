@@ -243,10 +243,12 @@ def rounds_dataset(
     seed: int = 0,
     arch: str = "mlp",
     batch: int = 32,
+    first_call_s: float | None = None,
 ) -> xr.Dataset:
     """A rounds file's dataset (fwbench.io.rounds_file): variant v's samples in set s are
     lognormal around medians_s[v] · exp(set_drift[s] + a process effect of sd
-    process_sd[v]); a turn's first sample 5% slower than its second."""
+    process_sd[v]); a turn's first sample 5% slower than its second; every worker's first
+    call `first_call_s` + 0.1 s per set, where given."""
     rng = np.random.default_rng(seed)
     n = len(variants)
     process = rng.normal(0, 1, (n, sets)) * np.asarray(process_sd)[:, None]
@@ -254,10 +256,17 @@ def rounds_dataset(
     noise = rng.normal(0, sample_sd, (n, sets, rounds, len(SAMPLES)))
     latency = np.exp(center[:, :, None, None] + noise)
     latency[..., 0] *= 1.05
+    first = {}
+    if first_call_s is not None:
+        first["first_call_s"] = (
+            ("variant", "set"),
+            first_call_s + np.tile(0.1 * np.arange(sets), (n, 1)),
+        )
     return xr.Dataset(
         {
             "latency_s": (("variant", "set", "round", "sample"), latency),
             "status": (("variant", "set"), np.full((n, sets), STATUS_OK)),
+            **first,
         },
         coords={
             "variant": [f"{fw}/{mode}" for fw, mode in variants],

@@ -1,5 +1,5 @@
 """Process 0 compiles cold and leaves its cache; the cell's later processes start warm from a
-private copy of it."""
+private copy of it; a cold cache starts from the host probe's seed, made once."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from fwbench import frameworks
 from fwbench.measure import compile_cache
 
 from fake_adapter import request
+
+TESTS = os.path.dirname(__file__)
 
 
 def test_later_processes_start_from_a_copy_of_process_zeros_cache(tmp_path, monkeypatch):
@@ -56,3 +58,42 @@ def test_jax_keeps_its_persistent_compilation_cache_for_every_executable(tmp_pat
     code = "import jax, jax.numpy as j; jax.jit(lambda x: j.tanh(x) * 3)(j.ones(4))"
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=120)
     assert any("jit__lambda" in path.name for path in tmp_path.iterdir())
+
+
+def test_a_cold_cache_starts_from_the_host_probe_made_once(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    runs = tmp_path / "runs.txt"
+    monkeypatch.setenv("FAKE_SEED_RUNS", str(runs))
+    monkeypatch.setenv("PYTHONPATH", TESTS + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    monkeypatch.setattr(
+        frameworks, "cache_seed_module", lambda fw, mode: "fake_cache_seed" * (mode == "compiled")
+    )
+    cell = dataclasses.replace(request(), mode="compiled", lock=str(tmp_path / "lock"))
+    for scratch in ("s0", "s1"):
+        env, note = compile_cache.prepare(cell, str(tmp_path / scratch))
+        (directory,) = env.values()
+        assert (tmp_path / directory / "isa.so").read_text() == "probed"
+        assert "but for the host probe fake_cache_seed" in note and '"isa": "fake"' in note
+    assert runs.read_text() == "run\n"  # the second cell copied the first one's seed
+    seed = compile_cache.seed_dir(cell)
+    assert str(seed) == "results/compile_cache/local/torch/0.0-fake/_host_probe"
+    assert not list(seed.parent.glob("*.tmp"))
+    env, note = compile_cache.prepare(dataclasses.replace(cell, mode="eager"), str(tmp_path / "e"))
+    assert note == "cold: an empty cache directory (left for the cell's later processes)"
+
+
+def test_a_failed_host_probe_is_recorded_and_leaves_the_cache_empty(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("FAKE_SEED_RUNS", raising=False)  # the fake probe's KeyError
+    monkeypatch.setenv("PYTHONPATH", TESTS)
+    monkeypatch.setattr(frameworks, "cache_seed_module", lambda fw, mode: "fake_cache_seed")
+    cell = dataclasses.replace(request(), mode="compiled", lock=str(tmp_path / "lock"))
+    env, note = compile_cache.prepare(cell, str(tmp_path / "s0"))
+    assert note.startswith("cold: an empty cache directory (no seed: fake_cache_seed failed")
+    assert "KeyError: 'FAKE_SEED_RUNS'" in note and note.endswith(
+        "host probe) (left for the cell's later processes)"
+    )
+    (directory,) = env.values()
+    assert not (tmp_path / directory).exists()
+    seed = compile_cache.seed_dir(cell)
+    assert not seed.parent.exists() or not any(seed.parent.iterdir())

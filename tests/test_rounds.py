@@ -133,8 +133,8 @@ def serve(monkeypatch, commands, **settings):
 
 def test_the_worker_builds_warms_and_times_turns_on_request(monkeypatch):
     replies = serve(monkeypatch, [{"warm": True}, {"turn": 2}, {"turn": 2}, {"quit": True}])
-    assert "built" in replies[0] and replies[0]["built"]["first_call_s"] > 0
-    assert replies[1]["calls"] >= 1
+    assert "built" in replies[0] and "first_call_s" not in replies[0]["built"]
+    assert replies[1]["calls"] >= 1 and replies[1]["first_call_s"] > 0  # timed when warmed
     assert [len(r["ns"]) for r in replies[2:]] == [2, 2]
     assert all(ns > 0 for r in replies[2:] for ns in r["ns"])
 
@@ -180,8 +180,10 @@ def test_the_rounds_alternate_fresh_workers_and_record_a_failed_variant(tmp_path
     assert np.isnan(ds["latency_s"].values[1]).all()
     assert (ds["position"].values[0] == 0).all()  # alone in its rounds
     assert ds.attrs["round_wall_s"] > 0 and ds["start_utc"].values[0] > ds["start_utc"].values[1]
-    setup_s = ds["setup_s"].values
-    assert (setup_s[0] > 0).all() and np.isnan(setup_s[1]).all()
+    for name in ("setup_s", "first_call_s"):
+        values = ds[name].values
+        assert (values[0] > 0).all() and np.isnan(values[1]).all(), name
+    assert (ds["first_call_s"].values[0] < ds["setup_s"].values[0]).all()
 
 
 def _cores_of_threads(pid: int) -> set[tuple[int, ...]]:

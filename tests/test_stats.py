@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
+from scipy import stats as scipy_stats
 
 from fwbench.analysis.aggregate import aggregate_cells, write_aggregate
 from fwbench.analysis.by_system import summarize_systems
@@ -280,6 +281,44 @@ def test_absent_positions_are_not_rows_but_failed_ones_are(tmp_path):
         ("jax", "jit"),
         ("torch", "eager"),
     ]
+
+
+def test_one_process_cells_take_the_spread_of_the_rounds_sets_and_their_warm_first_calls(
+    tmp_path,
+):
+    """Cells measured in one process: their CIs take σ pooled over the rounds' variants (a
+    fresh worker per set, the sets' drift in it), and their first call from a warm cache is
+    the median of the workers'; a cell the rounds did not measure has none."""
+    cells = [cell("torch", "eager", noisy(1e-3, seed=1)), cell("jax", "jit", noisy(2e-3, seed=2))]
+    cells.append(cell("torch", "eager", noisy(3e-3, seed=3), batch=8))
+    drift = (0.0, 0.1, -0.05)
+    rounds = rounds_dataset(
+        [("torch", "eager"), ("jax", "jit")],
+        [1e-3, 2e-3],
+        [0.02, 0.02],
+        set_drift=drift,
+        batch=1,
+        first_call_s=0.5,
+    )
+    summary = summarize(bench_of(tmp_path, cells), LIMITS, SETTINGS, [rounds])
+    log_medians = np.log(rounds["latency_s"].sel(sample="warm").median("round").values)
+    deviations = log_medians - log_medians.mean(axis=1, keepdims=True)
+    sigma = math.sqrt((deviations**2).sum() / 4)  # 2 variants × (3 sets − 1)
+    eager = summary.sel(framework="torch", mode="eager", precision="float32", arch="mlp")
+    assert eager["process_sigma"].values.tolist() == pytest.approx([sigma, sigma])
+    assert eager["process_count"].values.tolist() == [1, 1]
+    one = eager.sel(batch=1)
+    half = math.log(one["median_ci_high_s"].item() / one["median_s"].item())
+    assert half == pytest.approx(scipy_stats.t.ppf(0.975, 4) * sigma)
+    assert "over the variants of the rounds" in summary.attrs["median_ci_level"]
+    assert one["first_call_warm_s"].item() == pytest.approx(0.6)  # 0.5, 0.6, 0.7
+    assert np.isnan(eager.sel(batch=8)["first_call_warm_s"].item())
+
+
+def test_without_rounds_or_processes_the_ci_is_one_process_bootstrap(tmp_path):
+    summary = summarize(bench_of(tmp_path, [cell("torch", "eager", noisy(1e-3))]), LIMITS, SETTINGS)
+    assert summary.attrs["median_ci_level"].startswith("bootstrap over the timings of one process")
+    assert np.isnan(summary["process_sigma"]).all()
 
 
 def test_compile_speedup_overhead_and_break_even_per_compiled_mode(tmp_path):

@@ -72,7 +72,9 @@ def test_unknown_compile_options_and_options_for_eager_raise_naming_them() -> No
         torch_infer.build(spec, make_weights(spec), "eager", "cpu", {"freezing": True})
 
 
-def test_compile_info_lists_the_ops_inductor_left_to_eager_kernels() -> None:
+def test_compile_info_lists_the_ops_inductor_left_to_eager_kernels():
+    # recorded where inductor compiles, as a cell's process 0 does into its empty cache (the
+    # session's inductor cache starts empty: conftest)
     # The MLP lowers fully: its GEMMs are library calls (extern_kernels.addmm) in both paths.
     mlp = small_run("torch", "mlp", "compiled").compile_info
     assert mlp.eager_ops == "" and "extern_kernels.addmm" in mlp.details["library_ops"]
@@ -81,6 +83,37 @@ def test_compile_info_lists_the_ops_inductor_left_to_eager_kernels() -> None:
     assert lstm.eager_ops == "torch.ops.aten.mkldnn_rnn_layer.default ×2", lstm.details
     transformer = small_run("torch", "transformer", "compiled").compile_info.eager_ops
     assert "_transformer_encoder_layer_fwd" in transformer
+
+
+@pytest.mark.slow
+def test_the_eager_op_recorder_leaves_inductors_caches_on(tmp_path):
+    # a later process (or a rounds worker) starts from a copy of process 0's cache: with a
+    # pass inductor cannot key (any but a CustomSchedulerPass with a uuid) both caches bypass,
+    # and its "warm" first call compiled from scratch
+    import json
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import json; from adapter_cases import small_run; "
+        "print(json.dumps(small_run('torch', 'mlp', 'compiled').compile_info.details))"
+    )
+    env = os.environ | {
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path),
+        "PYTHONPATH": os.pathsep.join([os.path.dirname(__file__), *sys.path]),
+    }
+
+    def process():  # a fresh one each time, as a cell's processes are
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        )
+        return json.loads(done.stdout.strip().splitlines()[-1])
+
+    cold, warm = process(), process()
+    assert cold["inductor"].get("fxgraph_cache_miss") == 1, cold
+    assert warm["inductor"].get("fxgraph_cache_hit") == 1, warm
+    assert warm["aot_autograd"].get("autograd_cache_hit") == 1, warm
 
 
 def test_compile_info_reports_an_lstm_that_dynamo_leaves_eager() -> None:
@@ -199,3 +232,34 @@ def test_peak_device_memory_on_cuda_holds_at_least_the_weights() -> None:
     output = runner(runner.prepare(make_input(spec, BATCH)))
     runner.sync(output)
     assert runner.peak_device_memory_bytes() >= sum(w.nbytes for w in weights.values())
+
+
+@pytest.mark.slow
+def test_inductors_isa_probe_builds_into_an_empty_cache_and_a_seeded_one_reuses_it(tmp_path):
+    # fwbench.measure.compile_cache seeds every cold cache of torch's compiled and aoti cells
+    # with this probe: when inductor stops building it into its cache directory, or rebuilds
+    # it in a seeded one, the seed is of no use (and this fails)
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    def probe(cache, *argv):
+        env = os.environ | {"TORCHINDUCTOR_CACHE_DIR": str(cache)}
+        done = subprocess.run(
+            [sys.executable, *argv], env=env, capture_output=True, text=True, check=True
+        )
+        return done.stdout.strip().splitlines()[-1]
+
+    seed = tmp_path / "seed"
+    made = json.loads(probe(seed, "-m", "fwbench.frameworks.torch.cache_seed"))
+
+    def files(cache):
+        return sorted(str(path.relative_to(cache)) for path in cache.rglob("*"))
+
+    assert any(name.endswith(".so") for name in files(seed)) and made["probe_s"] > 0
+    shutil.copytree(seed, tmp_path / "copy")
+    again = "from torch._inductor import cpu_vec_isa; print(cpu_vec_isa.pick_vec_isa())"
+    assert probe(tmp_path / "copy", "-c", again) == made["isa"]
+    assert files(tmp_path / "copy") == files(seed)  # nothing built again

@@ -145,20 +145,22 @@ def cell_median_cis(
     return low, high
 
 
-def ci_level(processes: int) -> str:
-    """Which variation a median's CI covers, for the report."""
-    if processes > 1:
+def ci_level(processes: int, spread: bool) -> str:
+    """Which variation a median's CI covers, for the report (`spread`: from the spread between
+    processes, else the bootstrap)."""
+    if spread:
         return (
-            f"between processes: cells measured in up to {processes} fresh processes (k, "
-            "`process_count`; bench.multi_process_share of them in all, the others in one); "
-            "the medians' and the compile speedups' CIs are median × exp(± t·σ/√k), σ the "
-            "spread of log process medians pooled over the system's cells measured in several "
-            "(fwbench.analysis.process_spread), so "
-            "they cover between-process and within-process variation; every ratio of two "
-            "medians adds both cells' σ²/k (Student's t)"
+            f"between processes: cells measured in up to {processes} fresh process"
+            f"{'es' if processes > 1 else ''} (k, `process_count`); the medians' and the "
+            "compile speedups' CIs are median × exp(± t·σ/√k), σ the spread of log process "
+            "medians pooled over the system's cells measured in several processes (where none "
+            "was: over the variants of the rounds, a fresh worker in every set, the sets spread "
+            "over the sweep; fwbench.analysis.process_spread), so they cover between-process "
+            "and within-process variation; every ratio of two medians adds both cells' σ²/k "
+            "(Student's t)"
         )
     return (
         "bootstrap over the timings of one process (medians' CIs and every ratio's standard "
-        "error): within-process variation only (bench.processes > 1 "
-        "adds the between-process level)"
+        "error): within-process variation only (the rounds, or bench.processes > 1, add the "
+        "between-process level)"
     )

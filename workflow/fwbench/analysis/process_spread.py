@@ -2,11 +2,15 @@
 
 A default sweep measures each cell in a few processes (bench.processes); a few processes are
 too few to bootstrap over (two draws of a process cannot leave the range of the two), so the
-spread between processes is pooled over a system's cells: the log process medians of every
-cell deviate from their cell's mean by a common scale σ, the pooled sample standard
-deviation Σ(deviations²) / Σ(k − 1), with Σ(k − 1) degrees of freedom. A cell's σ is the
-larger of its system's and its own; its median's CI is median × exp(± t · σ / √k), Student's
-t at the pooled degrees of freedom. This is a one-way random-effects model on log latency;
+spread between processes is pooled over a system's cells (a sweep of one process per cell
+pools it over the rounds' variants instead, a fresh worker per set: their medians span a
+minute of alternated turns and hold less of the moment's drift than a cell's blocked samples,
+σ 0.045 against 0.055 on the 2-core Xeon VM, self_measurement/spread_sources.py): the log
+process medians of every cell deviate from their cell's mean by a common scale σ, the pooled
+sample standard deviation Σ(deviations²) / Σ(k − 1), with Σ(k − 1) degrees of freedom. A
+cell's σ is the larger of its system's and its own; its median's CI is
+median × exp(± t · σ / √k), Student's t at the pooled degrees of freedom. This is a one-way
+random-effects model on log latency;
 self_measurement/process_variation.py measures how often it covers the median of more
 processes than it saw.
 
@@ -85,14 +89,22 @@ def log_ratio_spread(spreads: Sequence[tuple[float, int, int]]) -> tuple[float, 
     return math.sqrt(sum(s * s / k for s, k, _ in spreads)), min(dof for _, _, dof in spreads)
 
 
-def cell_spreads(by_process: np.ndarray, ok: np.ndarray) -> dict[str, np.ndarray]:
-    """Per `ok` cell of one system's (framework, mode, arch, batch, process, iteration) array:
-    its σ, usable processes and the dof pooled over all the system's `ok` cells; NaN / 0
-    elsewhere."""
+def cell_spreads(
+    by_process: np.ndarray, ok: np.ndarray, fallback: Sequence[np.ndarray] = ()
+) -> dict[str, np.ndarray] | None:
+    """Per `ok` cell of one system's (cell dims..., process, iteration) array: its σ, usable
+    processes and the dof pooled over all the system's `ok` cells, or, where none was measured
+    in two processes, over `fallback` (process × iteration arrays of the same system: the
+    rounds' variants, a fresh worker per set); NaN / 0 elsewhere; None where neither has two
+    processes."""
     shape = ok.shape
     out = {"sigma": np.full(shape, np.nan), "processes": np.zeros(shape), "dof": np.zeros(shape)}
     members = list(zip(*np.nonzero(ok), strict=True))
     group_sigma, dof = pooled_sigma([by_process[position] for position in members])
+    if dof == 0:
+        group_sigma, dof = pooled_sigma(fallback)
+    if dof == 0:
+        return None
     for position in members:
         sigma, k = cell_sigma(by_process[position], group_sigma)
         out["sigma"][position], out["processes"][position], out["dof"][position] = sigma, k, dof

@@ -73,13 +73,22 @@ def _reduce(name: str, values: np.ndarray) -> np.ndarray:
 WARM = {"units": "s", "description": BY_NAME[V.first_call_warm_s].meaning}
 
 
-def _later_first_calls(bench: xr.Dataset, order: tuple[str, ...]) -> np.ndarray:
-    later = bench[V.first_call_s].transpose(*order).values[..., 1:].astype(float)
-    if later.shape[-1] == 0:
-        return np.full(later.shape[:-1], np.nan)
+def later_first_calls(bench: xr.Dataset, dims: tuple[str, ...] = CELL_DIMS) -> np.ndarray:
+    """The unpooled aggregate's first calls of every process after process 0 (`dims` × later
+    processes; none without a process dimension; NaN: not measured)."""
+    if PROCESS not in bench.dims or V.first_call_s not in bench:
+        return np.full((*(bench.sizes[d] for d in dims), 0), np.nan)
+    return bench[V.first_call_s].transpose(*dims, PROCESS).values[..., 1:].astype(float)
+
+
+def warm_first_call(values: np.ndarray) -> np.ndarray:
+    """The median over the last axis of fresh processes' first calls from a warm compile
+    cache; NaN where none was measured."""
+    if values.shape[-1] == 0:
+        return np.full(values.shape[:-1], np.nan)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # cells measured in one process
-        return np.nanmedian(later, axis=-1)
+        return np.nanmedian(values, axis=-1)
 
 
 def pool(bench: xr.Dataset) -> xr.Dataset:
@@ -118,7 +127,8 @@ def pool(bench: xr.Dataset) -> xr.Dataset:
             reduced = _reduce(name, values.astype(float))
         data_vars[name] = (cell_dims, reduced, variable.attrs)
     if V.first_call_s in bench:
-        data_vars[V.first_call_warm_s] = (cell_dims, _later_first_calls(bench, order), WARM)
+        later = warm_first_call(later_first_calls(bench, cell_dims))
+        data_vars[V.first_call_warm_s] = (cell_dims, later, WARM)
     coords = {dim: bench[dim].values for dim in cell_dims}
     coords |= {"repeat": np.arange(pooled_latency.shape[-1]), PROCESS: bench[PROCESS].values}
     coords[ITERATION] = bench["repeat"].values

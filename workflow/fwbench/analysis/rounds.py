@@ -111,10 +111,39 @@ class Rounds:
 
     def __init__(self, datasets: list[xr.Dataset]):
         self.blocks: dict[tuple[str, int], Block] = {}
+        # per variant of a row: its warm samples by set (set × round; NaN where its worker
+        # failed), and its workers' first calls
+        self.by_set: dict[tuple[str, int, Variant], np.ndarray] = {}
+        self.first_calls: dict[tuple[str, int, Variant], list[float]] = {}
         for ds in datasets:
+            row = (str(ds.attrs["arch"]), int(ds.attrs["batch"]))
             block = block_of(ds)
             if block is not None:
-                self.blocks[(str(ds.attrs["arch"]), int(ds.attrs["batch"]))] = block
+                self.blocks[row] = block
+            self._add_workers(row, ds)
+
+    def _add_workers(self, row: tuple[str, int], ds: xr.Dataset) -> None:
+        ok = (ds["status"] == STATUS_OK).transpose("variant", "set").values
+        warm = ds["latency_s"].sel(sample=WARM).transpose("variant", "set", "round").values
+        first = (
+            ds["first_call_s"].transpose("variant", "set").values
+            if "first_call_s" in ds
+            else np.full(ok.shape, np.nan)
+        )
+        names = zip(ds["framework"].values, ds["mode"].values, variant_precisions(ds), strict=True)
+        for v, (framework, mode, precision) in enumerate(names):
+            key = (*row, (str(framework), str(mode), precision))
+            self.by_set[key] = np.where(ok[v][:, None], warm[v], np.nan)
+            self.first_calls[key] = [float(t) for t in first[v][ok[v]] if np.isfinite(t)]
+
+    def process_tables(self) -> list[np.ndarray]:
+        """Every variant's warm samples by set (set × round): each set a fresh worker, for the
+        spread between processes (fwbench.analysis.process_spread)."""
+        return list(self.by_set.values())
+
+    def warm_first_calls(self, key: CellKey) -> list[float]:
+        """The first calls of the variant's workers (fresh processes, warm compile cache)."""
+        return self.first_calls.get((key.arch, key.batch, _variant(key)), [])
 
     def _block(self, key: CellKey) -> Block | None:
         block = self.blocks.get((key.arch, key.batch))

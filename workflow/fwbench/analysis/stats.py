@@ -43,7 +43,7 @@ from fwbench.analysis.machine import (
 )
 from fwbench.analysis.over_cells import over_cells
 from fwbench.analysis.process_spread import cell_spreads, spread_cis
-from fwbench.analysis.processes import pool, processes
+from fwbench.analysis.processes import WARM, later_first_calls, pool, processes, warm_first_call
 from fwbench.analysis.roofline import (
     ROOFLINE_VARIABLES,
     HardwareLimits,
@@ -65,7 +65,7 @@ from fwbench.io.comparisons_file import (
     comparisons_table,
     write_comparisons_table,
 )
-from fwbench.io.dims import CELL_DIMS, STATUS_OK, along, keys_where, nearest_batch
+from fwbench.io.dims import CELL_DIMS, STATUS_OK, CellKey, along, keys_where, nearest_batch
 from fwbench.io.per_system import one_system
 from fwbench.io.stats_file import write_stats, write_stats_table
 from fwbench.io.variables import V
@@ -120,36 +120,46 @@ def _series(bench: xr.Dataset, name: str) -> np.ndarray:
     return bench[name].transpose(*CELL_DIMS, "repeat").values
 
 
-def _timings(
-    bench: xr.Dataset, ok: np.ndarray, process_count: int
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """The pooled warm iterations (cell × repeat) and, with several processes, the same as
-    cell × process × iteration; NaN for cells that did not succeed (a failed cell's partial
-    timings are not statistics)."""
+def _timings(bench: xr.Dataset, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pooled warm iterations (cell × repeat) and the same as cell × process × iteration;
+    NaN for cells that did not succeed (a failed cell's partial timings are not statistics)."""
     latency = bench["latency_s"].transpose(*CELL_DIMS, "repeat").values.copy()
     latency[~ok] = np.nan
-    if process_count <= 1:
-        return latency, None
+    if "latency_by_process_s" not in bench:  # an aggregate written before processes
+        return latency, latency[..., None, :]
     by_process = bench["latency_by_process_s"].transpose(*CELL_DIMS, "process", "iteration")
     by_process = by_process.values.copy()
     by_process[~ok] = np.nan
     return latency, by_process
 
 
+def _with_warm_first_calls(bench: xr.Dataset, later: np.ndarray, together: Rounds) -> xr.Dataset:
+    """The pooled aggregate with each cell's first call from a warm compile cache: the median
+    over its later processes (`later`: cell dims × processes after 0) and, where the rounds
+    measured it, their workers."""
+    warm = warm_first_call(later)
+    coords = {d: bench[d].values.tolist() for d in CELL_DIMS}
+    for index in np.ndindex(*warm.shape):
+        key = CellKey.of({d: coords[d][i] for d, i in zip(CELL_DIMS, index, strict=True)})
+        workers = together.warm_first_calls(key)
+        if workers:
+            warm[index] = float(np.median([*later[index][np.isfinite(later[index])], *workers]))
+    return bench.assign({V.first_call_warm_s: (CELL_DIMS, warm, WARM)})
+
+
 def _cell_statistics(
     bench: xr.Dataset,
-    timings: tuple[np.ndarray, np.ndarray | None],
+    latency: np.ndarray,
     ok: np.ndarray,
     coords: tuple[list, ...],
     settings: StatsSettings,
     spreads: dict[str, np.ndarray] | None,
 ) -> dict[str, np.ndarray]:
-    """Per cell: the descriptive statistics, the median's CI (one process: a bootstrap, each
-    cell seeded from its name; several: from the spread between processes, `spreads`),
-    the aggregate's values for succeeded cells (FROM_CELLS) and the compile overhead."""
-    latency, by_process = timings
+    """Per cell: the descriptive statistics, the median's CI (from the spread between
+    processes, `spreads`; without one, a bootstrap, each cell seeded from its name), the
+    aggregate's values for succeeded cells (FROM_CELLS) and the compile overhead."""
     cells: dict[str, np.ndarray] = describe(latency)
-    if by_process is None:
+    if spreads is None:
         names = np.array(["/".join(map(str, key)) for key in itertools.product(*coords)])
         cells["median_ci_low_s"], cells["median_ci_high_s"] = cell_median_cis(
             latency,
@@ -173,7 +183,11 @@ def _cell_statistics(
 
 
 def _summary_attrs(
-    bench: xr.Dataset, limits: HardwareLimits, settings: StatsSettings, process_count: int
+    bench: xr.Dataset,
+    limits: HardwareLimits,
+    settings: StatsSettings,
+    process_count: int,
+    spread: bool,
 ) -> dict[str, Any]:
     """stats.nc's attributes: the aggregate's, the settings (stats_*), the roofline and how
     the statistics were made."""
@@ -192,7 +206,7 @@ def _summary_attrs(
             "flags": "; ".join(f"{flag}: {meaning}" for flag, meaning in FLAG_MEANINGS.items()),
             "bootstrap": "percentile method, each cell seeded from (stats_seed, cell name)",
             "processes": process_count,
-            "median_ci_level": ci_level(process_count),
+            "median_ci_level": ci_level(process_count, spread),
             "slow_samples_choice": describe_choice(settings.slow_samples),
             "title": "fwbench: statistics, roofline efficiency, compile speedups and winners",
         }
@@ -230,13 +244,13 @@ def summarize(
     process_count = processes(bench)
     bench, dropped = apply_choice(bench, settings.slow_samples)
     slow = slow_processes(bench, CELL_DIMS)
-    bench = pool(bench)
+    together = Rounds(list(rounds))
+    bench = _with_warm_first_calls(pool(bench), later_first_calls(bench), together)
     coords = tuple(bench[d].values.tolist() for d in CELL_DIMS)
     ok = cell_values(bench, "status").astype(object) == STATUS_OK
-    timings = _timings(bench, ok, process_count)
-    latency, by_process = timings
-    spreads = None if by_process is None else cell_spreads(by_process, ok)
-    cells = _cell_statistics(bench, timings, ok, coords, settings, spreads)
+    latency, by_process = _timings(bench, ok)
+    spreads = cell_spreads(by_process, ok, together.process_tables())
+    cells = _cell_statistics(bench, latency, ok, coords, settings, spreads)
     order = [d for d in (*CELL_DIMS, "process") if d in dropped.dims]
     cells["slow_samples_dropped"] = np.where(ok, dropped_total(dropped.transpose(*order)), np.nan)
     cells |= {name: np.where(ok, counts, np.nan) for name, counts in slow.items()}
@@ -245,7 +259,6 @@ def summarize(
     )
     metrics = _with_roofline(cells, bench, limits)
     cells |= attribution_variables(cells, coords)
-    together = Rounds(list(rounds))
     named = dict(zip(CELL_DIMS, coords, strict=True))
     compared = Cells(named, cells[V.median_s], latency, spreads, together)
     levels = settings.levels()
@@ -267,7 +280,9 @@ def summarize(
     data_vars |= winners | comparison_variables([c.row() for c in rivalries + comparisons])
     summary = xr.Dataset(data_vars, coords={d: bench[d].values for d in CELL_DIMS})
     summary = _with_over_cells(summary.assign_coords(scope=list(SCOPES)), ok, settings)
-    summary.attrs.update(_summary_attrs(bench, limits, settings, process_count))
+    summary.attrs.update(
+        _summary_attrs(bench, limits, settings, process_count, spreads is not None)
+    )
     summary.attrs["rounds"] = together.describe()
     return summary
 

@@ -237,6 +237,16 @@ def compile_cache_env(framework: str) -> tuple[str, ...]:
     return FRAMEWORKS[framework].compile_cache_env if framework in FRAMEWORKS else ()
 
 
+def cache_seed_module(framework: str, mode: str) -> str:
+    """The module that seeds the mode's empty compile caches with the framework's host probe
+    ("": none)."""
+    info = FRAMEWORKS.get(framework)
+    if info is None:
+        return ""
+    base = "compiled" if is_compiled_variant(framework, mode) else mode
+    return info.cache_seed_module if base in info.cache_seed_modes else ""
+
+
 def pre_import_env(framework: str, device: str) -> dict[str, str]:
     """Environment a framework must see before its import for `device` (set by the job);
     nothing for a runner that is no framework package (numpy, the native kernels)."""

@@ -41,6 +41,13 @@ class FrameworkInfo:
     # Environment variables naming the framework's on-disk compile caches (a cell sets each to
     # a directory of its own); empty: it keeps none.
     compile_cache_env: tuple[str, ...] = ()
+    # A module (run as `python -m`, with those variables set) that fills empty cache
+    # directories with what the framework probes of the host, not of a model, the first
+    # time it compiles into them (torch: inductor's CPU vector ISA, a C++ build per ISA), and
+    # the modes that compile into them (a compiled variant: as its mode): their cold caches
+    # start from that seed (fwbench.measure.compile_cache); empty: none.
+    cache_seed_module: str = ""
+    cache_seed_modes: tuple[str, ...] = ()
     # The modes whose cells run an exported artifact (the framework's `export` part writes it
     # in an export job; the cell loads and times it): the deployment paths.
     export_modes: tuple[str, ...] = ()

@@ -11,8 +11,11 @@ after another variant ran, then `warm`).
 
 Variables: `latency_s` (variant, set, round, sample: seconds per call), `position` (variant,
 set, round: its place in the round's order), `calls_per_sample` (variant, set), `setup_s`
-(variant, set: from the worker's start to the end of its warm-up, nothing timed; NaN in a file
-written before it was recorded, or where the worker failed), `status` and
+(variant, set: from the worker's start to the end of its warm-up; NaN in a file
+written before it was recorded, or where the worker failed), `first_call_s` (variant, set: the
+worker's first call, timed on the timed cores while the other workers wait: a fresh process's
+first call from a warm compile cache; NaN in a file written before it was recorded, or where
+the worker failed before it), `status` and
 `error_message` (variant, set: "ok", or "failed" with the worker's error), `start_utc` (set:
 when the set took the timing lock; schema 2). Attributes: system,
 arch, batch, rounds, seed, round_wall_s (the median round's wall time at the coordinator),

@@ -3,6 +3,13 @@ from an empty directory, so its first call is the cold compile a user's first ru
 leaves its cache (paths.COMPILE_CACHE) for the cell's later processes; each of those starts
 from a private copy of it, warm, so measuring between-process variation does not pay the
 cold compile again. A copy, not the directory itself: no process writes into another's.
+
+"Empty" is empty of the model's compilation, not of the host's: where the framework probes the
+host the first time it compiles into a cache directory (torch's inductor builds a C++ test
+program per CPU vector ISA: 8–11 s on the 2-core VMs, which a user's machine pays once, as its
+cache directory persists), the probe runs once per (system, framework version), under the
+host's timing lock, into paths.COMPILE_CACHE_SEED, and every cold cache starts from a copy of
+it; the cell and the export record the seed and what the probe took.
 """
 
 from __future__ import annotations
@@ -10,24 +17,30 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fwbench import frameworks
-from fwbench.plan.paths import COMPILE_CACHE, precision_tag
-from fwbench.plan.request import CellRequest
+from fwbench.host.harness import timing_lock
+from fwbench.plan.paths import COMPILE_CACHE, COMPILE_CACHE_SEED, precision_tag
+from fwbench.plan.request import CellRequest, ExportRequest
 
 NONE = "none: the framework keeps no on-disk compile cache"
 
 
+def _version(request: CellRequest | ExportRequest) -> str:
+    return next(iter(request.versions.values()), "unknown")
+
+
 def shared_dir(request: CellRequest) -> Path:
-    version = next(iter(request.versions.values()), "unknown")
     return Path(
         COMPILE_CACHE.format(
             system=request.system,
             framework=request.framework,
-            version=version,
+            version=_version(request),
             mode=request.mode,
             arch=request.arch,
             batch=request.batch,
@@ -36,23 +49,82 @@ def shared_dir(request: CellRequest) -> Path:
     )
 
 
-def _cold(framework: str, scratch: str) -> tuple[dict[str, str], str]:
-    """Empty cache directories under `scratch` for the framework's cache variables."""
+def _local(framework: str, scratch: str) -> dict[str, str]:
+    """The framework's cache variables, each naming a directory under `scratch`."""
     names = frameworks.compile_cache_env(framework)
-    if not names:
+    return {name: os.path.join(scratch, "compile-cache", name.lower()) for name in names}
+
+
+def seed_dir(request: CellRequest | ExportRequest) -> Path:
+    return Path(
+        COMPILE_CACHE_SEED.format(
+            system=request.system, framework=request.framework, version=_version(request)
+        )
+    )
+
+
+def _probe(framework: str, module: str, seed: Path) -> None:
+    """Run the framework's host probe into a fresh copy of `seed`, then put it in place (a
+    seed another process put there first is kept)."""
+    partial = seed.with_name(f"{seed.name}.{os.getpid()}.tmp")
+    shutil.rmtree(partial, ignore_errors=True)
+    env = os.environ | {
+        name: str(partial / name.lower()) for name in frameworks.compile_cache_env(framework)
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", module], env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise RuntimeError(f"{module} failed (exit {done.returncode}): {done.stderr[-2000:]}")
+    (partial / "probe.json").write_text(done.stdout.strip().splitlines()[-1])
+    try:
+        os.replace(partial, seed)
+    except OSError:  # another process's seed is there now
+        shutil.rmtree(partial, ignore_errors=True)
+
+
+def _seeded(request: CellRequest | ExportRequest, local: dict[str, str]) -> str:
+    """Fill the empty caches `local` from the host probe's seed, made first under the timing
+    lock where it is missing; what the job records of it ("" without a probe; the probe's error
+    where it failed, the caches left empty)."""
+    module = frameworks.cache_seed_module(request.framework, request.mode)
+    if not module:
+        return ""
+    seed = seed_dir(request)
+    if not seed.is_dir():
+        with timing_lock(request.lock):
+            try:
+                if not seed.is_dir():
+                    _probe(request.framework, module, seed)
+            except RuntimeError as error:  # the first call probes the host itself, as before
+                return f" (no seed: {error}; the first call holds the host probe)"
+    for name, path in local.items():
+        if (seed / name.lower()).is_dir():
+            shutil.copytree(seed / name.lower(), path)
+    probe = (seed / "probe.json").read_text()
+    return f" but for the host probe {module} ({probe}), copied from {seed}"
+
+
+def _cold(request: CellRequest | ExportRequest, scratch: str) -> tuple[dict[str, str], str]:
+    """Empty cache directories under `scratch` for the framework's cache variables, seeded
+    with the host probe where the framework has one."""
+    local = _local(request.framework, scratch)
+    if not local:
         return {}, NONE
-    local = {name: os.path.join(scratch, "compile-cache", name.lower()) for name in names}
-    return local, "cold: an empty cache directory"
+    return local, "cold: an empty cache directory" + _seeded(request, local)
 
 
 def prepare(request: CellRequest, scratch: str) -> tuple[dict[str, str], str]:
-    """The cache variables for the cell's process (directories under `scratch`), filled from
-    process 0's cache for later processes; and what the cell records of them."""
-    local, note = _cold(request.framework, scratch)
-    if not local:
-        return local, note
+    """The cache variables for the cell's process (directories under `scratch`), seeded for
+    process 0 and filled from process 0's cache for later processes; and what the cell records
+    of them."""
     if request.process == 0:
-        return local, f"{note} (left for the cell's later processes)"
+        local, note = _cold(request, scratch)
+        return local, f"{note} (left for the cell's later processes)" if local else note
+    local = _local(request.framework, scratch)
+    if not local:
+        return local, NONE
     shared = shared_dir(request)
     if not shared.is_dir():
         return local, "cold: process 0 left no cache (it had not run, or failed)"
@@ -83,10 +155,10 @@ def private_dirs(request: CellRequest) -> contextlib.AbstractContextManager[tupl
     return _scratch("fwbench-cell-", lambda scratch: prepare(request, scratch))
 
 
-def cold_dirs(framework: str) -> contextlib.AbstractContextManager[tuple[str, str]]:
-    """As private_dirs, for an export job: its compile caches always start empty and are
-    dropped after, so its export time is a first export's."""
-    return _scratch("fwbench-export-", lambda scratch: _cold(framework, scratch))
+def cold_dirs(request: ExportRequest) -> contextlib.AbstractContextManager[tuple[str, str]]:
+    """As private_dirs, for an export job: its compile caches always start empty (but for the
+    host probe's seed) and are dropped after, so its export time is a first export's."""
+    return _scratch("fwbench-export-", lambda scratch: _cold(request, scratch))
 
 
 @contextlib.contextmanager

@@ -109,7 +109,7 @@ def run_export(request: ExportRequest, output: str | os.PathLike) -> dict[str, A
     os.environ.update(frameworks.pre_import_env(request.framework, request.device))
     threads = setup_threads(request.threads)
     output = Path(output)
-    with compile_cache.cold_dirs(request.framework) as (scratch, cache_note):
+    with compile_cache.cold_dirs(request) as (scratch, cache_note):
         document = _document(request, threads, cache_note)
 
         def record_timeout(error: BaseException) -> None:

@@ -123,6 +123,7 @@ class Record:
         self.status = np.full(shape, STATUS_OK, dtype=object)
         self.error = np.full(shape, "", dtype=object)
         self.setup_s = np.full(shape, np.nan)
+        self.first_call_s = np.full(shape, np.nan)
         self.round_wall_s: list[float] = []
         self.start_utc = ""
 
@@ -167,13 +168,15 @@ def _built(record: Record) -> dict[int, Worker]:
 
 
 def _start(record: Record) -> dict[int, Worker]:
-    """The set's workers, built and then warmed one after the other on the timed cores."""
+    """The set's workers, built and then warmed one after the other on the timed cores (each
+    warm-up starts with the worker's first call, timed: nothing else runs then)."""
     workers = {}
     start_set = time.perf_counter()
     for v, worker in _built(record).items():
         start = time.perf_counter()
         try:
-            record.calls[v] = worker.ask({"warm": True})["calls"]
+            warmed = worker.ask({"warm": True})
+            record.calls[v], record.first_call_s[v] = warmed["calls"], warmed["first_call_s"]
             workers[v] = worker
         except WorkerFailed as error:
             record.fail(v, error)
@@ -225,6 +228,7 @@ def _dataset(record: Record, seed: int) -> xr.Dataset:
             "position": (dims3, record.position[:, None]),
             "calls_per_sample": (one_set, record.calls[:, None]),
             "setup_s": (one_set, record.setup_s[:, None]),
+            "first_call_s": (one_set, record.first_call_s[:, None]),
             "status": (one_set, record.status.astype(str)[:, None]),
             "error_message": (one_set, record.error.astype(str)[:, None]),
             "start_utc": (("set",), [record.start_utc]),

@@ -11,8 +11,10 @@ timed, and a worker built away from its timed cores moves every one of its threa
 before it answers "built" (its thread pools keep the size the timed cores give them).
 
 The protocol, one JSON object per line: the worker first answers {"built": {...}} (or
-{"failed": {...}} with the framework's error); then to {"warm": true} it runs the request's
-warm-up calls and answers {"calls": k} (calls per sample, from the warm-up's pace and
+{"failed": {...}} with the framework's error); then to {"warm": true} it times its first call
+(a fresh process's, from a warm compile cache, on the timed cores while the other workers wait:
+the cell's `first_call_warm_s`), runs the request's warm-up calls and answers
+{"calls": k, "first_call_s": s} (k calls per sample, from the warm-up's pace and
 `min_sample_s`, as a cell does); to {"turn": n} it times n samples of k calls back to back and
 answers {"ns": [...]}; {"quit": true} ends it. Its stdout is the protocol's alone: whatever a
 framework prints goes to stderr (the job's log).
@@ -61,9 +63,12 @@ def _serve(
     for line in commands:
         command = json.loads(line)
         if "warm" in command:
+            start = time.perf_counter()
+            sync(call())
+            first_call_s = time.perf_counter() - start
             _, pace_s = warm_up(call, sync, request.warmup)
             calls = calls_per_sample(pace_s, request.min_sample_s)
-            _send(replies, {"calls": calls})
+            _send(replies, {"calls": calls, "first_call_s": first_call_s})
         elif "turn" in command:
             _send(replies, {"ns": [sample_ns(call, sync, calls) for _ in range(command["turn"])]})
         else:
@@ -83,7 +88,7 @@ def work(
 ) -> None:
     """Set up as a cell's process, build the variant (on `build_cores` where given), then
     serve turns on the timed cores inside its framework context with the garbage collector
-    off (as a cell's timed loop)."""
+    off (as a cell's timed loop); its first call waits for the coordinator's "warm"."""
     frameworks.check_framework_mode(request.framework, request.mode)
     os.environ.update(frameworks.pre_import_env(request.framework, request.device))
     threads = setup_threads(request.threads)
@@ -94,9 +99,6 @@ def work(
         try:
             _, runner, prepared = build(request, attrs)
             with runner.timing_context():
-                start = time.perf_counter()
-                runner.sync(runner.call_in_context(prepared))
-                attrs["first_call_s"] = time.perf_counter() - start
                 _to_timed_cores(threads["cores"], list(build_cores))
                 attrs["build_cores"] = list(build_cores) or threads["cores"]
                 _send(replies, {"built": attrs | {"pid": os.getpid()}})

@@ -27,6 +27,9 @@ CELL = "results/cells/{system}/{framework}/{version}/{mode}/{arch}/b{batch}{prec
 COMPILE_CACHE = (
     "results/compile_cache/{system}/{framework}/{version}/{mode}/{arch}/b{batch}{precision_tag}"
 )
+# What a framework probes of the host in an empty compile cache, done once per (system,
+# framework version): every cold cache starts from a copy (fwbench.measure.compile_cache).
+COMPILE_CACHE_SEED = "results/compile_cache/{system}/{framework}/{version}/_host_probe"
 # An export mode's artifact and its manifest (fwbench.io.artifact_file): one per architecture,
 # any batch; the artifact file lies beside the manifest, named by the architecture.
 ARTIFACT = "results/artifacts/{system}/{framework}/{version}/{mode}/{arch}{precision_tag}"

@@ -12,6 +12,8 @@ INFO = FrameworkInfo(
     compile_modes=("compiled",),
     compiled_variant=r"compiled_[a-z0-9_]+",
     compile_cache_env=("TORCHINDUCTOR_CACHE_DIR",),  # inductor's FX graph and code caches
+    cache_seed_module="fwbench.frameworks.torch.cache_seed",
+    cache_seed_modes=("compiled", "aoti"),  # torch.compile, and AOTInductor's export and load
     # torch.export -> AOTInductor package; torch.onnx.export(dynamo=True) -> ONNX Runtime
     # (frameworks.torch.export, runtimes.onnxrt)
     export_modes=("aoti", "onnxrt"),

@@ -11,6 +11,7 @@ from collections import Counter
 from typing import Any
 
 import torch
+from torch._inductor.custom_graph_pass import CustomSchedulerPass
 
 from fwbench.frameworks.protocols import CompileInfo
 
@@ -78,14 +79,23 @@ def _is_multi_output(ir_node: Any) -> bool:
     return type(ir_node).__name__ == "MultiOutput"
 
 
-class EagerOpRecorder:
+class EagerOpRecorder(CustomSchedulerPass):
     """An inductor scheduler pass (before fusion) that changes nothing and records the extern
     kernels of the graph: what inductor calls instead of generating code. Outside the GEMM and
-    convolution libraries, each is the aten kernel eager torch runs."""
+    convolution libraries, each is the aten kernel eager torch runs.
+
+    A CustomSchedulerPass with a uuid, so that inductor's FX graph and AOT autograd caches work
+    beside it: any other pass makes them bypass, and a later process of a cell (or a rounds
+    worker) then compiled from scratch, 7–14 s, its "warm" first call a cold one. A cache hit
+    skips the scheduler, so a compilation records only into an empty cache: process 0's, whose
+    eager ops are the cell's (fwbench.io.variables: eager_ops pools the first text)."""
 
     def __init__(self) -> None:
         self.eager_ops: Counter[str] = Counter()
         self.library_ops: Counter[str] = Counter()
+
+    def uuid(self) -> str:
+        return "fwbench.EagerOpRecorder/1"  # it changes no graph: every recorder keys alike
 
     def __call__(self, nodes: list[Any]) -> list[Any]:
         from torch._inductor.scheduler import ExternKernelSchedulerNode
@@ -101,15 +111,14 @@ class EagerOpRecorder:
 
 def install_recorder() -> EagerOpRecorder | None:
     """A fresh recorder in inductor's pre-fusion scheduler pass for the compilations to come;
-    None where this torch has no such hook. inductor's FX graph cache is turned off with it:
-    a cache hit would skip the scheduler, and so the recording (each cell compiles cold)."""
+    None where this torch has no such hook. The compile caches stay on (EagerOpRecorder says
+    why and what a cache hit records)."""
     import torch._inductor.config as inductor_config
 
     if not hasattr(inductor_config, "_pre_fusion_custom_pass"):
         return None
     recorder = EagerOpRecorder()
     inductor_config._pre_fusion_custom_pass = recorder
-    inductor_config.fx_graph_cache = False
     return recorder
 
 
