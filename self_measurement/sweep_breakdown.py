@@ -1,6 +1,7 @@
 """Where a sweep's wall time goes, from the cells it wrote and Snakemake's own log.
 
     .venv/bin/python self_measurement/sweep_breakdown.py [WORKDIR] [--log .snakemake/log/<run>.log]
+        [--after .snakemake/log/<later run>.log ...]
 
 Per cell, the job's measured window (start_ns..end_ns, inside the timing lock) is split into
 framework import, model build, first call (compile + run), warm-up calls, timed iterations, the
@@ -18,7 +19,10 @@ the log (start to "Finished"): timing jobs run one at a time, so these add up to
 and say what a rule adds to the sweep, or what a rule another version lacks took from it; and
 per precision, what its jobs took (the jobs whose path names it: bench, export, train) plus its
 variants' share of the rounds' spans (the rounds alternate every precision's variants of a row,
-each variant a worker and a turn per round): what the sweep would save without it.
+each variant a worker and a turn per round): what the sweep would save without it. With
+`--after`, the logs of later runs in the same directory that redid some jobs (a new version's
+code, `--forcerun`): their spans replace the same outputs' (keyed by each job's first output),
+so that a partial rerun says what the whole sweep would cost with the new code.
 """
 
 from __future__ import annotations
@@ -139,12 +143,13 @@ def rounds_totals(workdir: Path) -> None:
 STAMP = r"^\[(\w{3} \w{3} +\d+ \d\d:\d\d:\d\d \d{4})\]\n"
 
 
-def rule_spans(log: Path) -> dict[str, list[tuple[float, str]]]:
-    """Per rule, each job's span in the log (its start stamp to its "Finished" stamp) and the
-    precision its path names (PRECISION_TAGS; "" where the rule has no precision wildcard)."""
+def job_spans(log: Path) -> dict[str, tuple[str, float, str]]:
+    """Per job's first output: its rule, its span in the log (its start stamp to its
+    "Finished" stamp) and the precision its path names (PRECISION_TAGS; "" where the rule has no
+    precision wildcard)."""
     pieces = re.split(STAMP, log.read_text(), flags=re.M)
-    started: dict[str, tuple[str, dt.datetime, str]] = {}
-    spans: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    started: dict[str, tuple[str, dt.datetime, str, str]] = {}
+    spans: dict[str, tuple[str, float, str]] = {}
     for stamp, body in zip(pieces[1::2], pieces[2::2], strict=True):
         when = dt.datetime.strptime(stamp, "%a %b %d %H:%M:%S %Y")
         start = re.match(r"(?:local)?(?:rule|checkpoint) (\w+):", body)
@@ -152,16 +157,31 @@ def rule_spans(log: Path) -> dict[str, list[tuple[float, str]]]:
         if start and jobid:
             tag = re.search(r"precision_tag=([-a-z0-9]*)", body)
             precision = precision_of_tag(tag.group(1)) if tag else ""
-            started[jobid.group(1)] = (start.group(1), when, precision)
+            output = re.search(r"output: ([^,\s]+)", body)
+            name = output.group(1) if output else f"{start.group(1)}#{jobid.group(1)}"
+            started[jobid.group(1)] = (start.group(1), when, precision, name)
         end = re.match(r"Finished jobid: (\d+)", body)
         if end and end.group(1) in started:
-            rule, began, precision = started.pop(end.group(1))
-            spans[rule].append(((when - began).total_seconds(), precision))
+            rule, began, precision, name = started.pop(end.group(1))
+            spans[name] = (rule, (when - began).total_seconds(), precision)
     return spans
 
 
-def print_rule_spans(log: Path) -> dict[str, list[tuple[float, str]]]:
-    spans = rule_spans(log)
+def rule_spans(log: Path, after: list[Path] = ()) -> dict[str, list[tuple[float, str]]]:
+    """Per rule, each job's span and precision (job_spans); a job that a later run (`after`,
+    in order) ran again counts at its later span: the sweep as it would cost with the later
+    runs' code."""
+    jobs = job_spans(log)
+    for later in after:
+        jobs |= job_spans(later)
+    spans: dict[str, list[tuple[float, str]]] = defaultdict(list)
+    for rule, seconds, precision in jobs.values():
+        spans[rule].append((seconds, precision))
+    return spans
+
+
+def print_rule_spans(log: Path, after: list[Path]) -> dict[str, list[tuple[float, str]]]:
+    spans = rule_spans(log, after)
     print(f"\n{'rule':<18}{'jobs':>6}{'span_s':>10}")
     for rule, jobs in sorted(spans.items(), key=lambda item: -sum(s for s, _ in item[1])):
         print(f"{rule:<18}{len(jobs):>6}{sum(s for s, _ in jobs):>10.0f}")
@@ -217,6 +237,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workdir", nargs="?", default=".", type=Path)
     parser.add_argument("--log", type=Path, help="Snakemake log of the run (default: newest)")
+    parser.add_argument(
+        "--after",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="logs of later partial runs in the same directory (a new version's code rerunning "
+        "some jobs): their jobs' spans replace the same outputs' in the per-rule and "
+        "per-precision costs",
+    )
     args = parser.parse_args()
     cells = sorted((args.workdir / "results/cells").rglob("b*.nc"))
     if not cells:
@@ -271,7 +300,15 @@ def main() -> int:
             f"first calls + timed iterations + training epochs: {measured + epochs:.0f} s "
             f"({(measured + epochs) / wall:.0%} of wall)"
         )
-    print_precision_costs(print_rule_spans(log), args.workdir)
+    spans = print_rule_spans(log, args.after)
+    if args.after:
+        summed = sum(seconds for jobs in spans.values() for seconds, _ in jobs)
+        print(
+            f"jobs' spans summed, the later runs' in place of the first's: {summed:.0f} s = "
+            f"{summed / 60:.1f} min (timing jobs run one at a time; the log's wall time less "
+            "Snakemake's gaps)"
+        )
+    print_precision_costs(spans, args.workdir)
     return 0
 
 

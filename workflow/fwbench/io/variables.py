@@ -360,9 +360,9 @@ STATISTICS = (
     Variable(
         "first_call_warm_s",
         "s",
-        "the median first call of the cell's later processes,"
-        " each a fresh process started from a copy of process 0's on-disk compile cache"
-        " (NaN with one process)",
+        "the median first call of the cell's later processes and of its variant's rounds"
+        " workers, each a fresh process started from a copy of process 0's on-disk compile"
+        " cache (NaN where neither measured it)",
         Pool.COMPUTED,
         (STATS,),
     ),

@@ -4,12 +4,16 @@ leaves its cache (paths.COMPILE_CACHE) for the cell's later processes; each of t
 from a private copy of it, warm, so measuring between-process variation does not pay the
 cold compile again. A copy, not the directory itself: no process writes into another's.
 
-"Empty" is empty of the model's compilation, not of the host's: where the framework probes the
-host the first time it compiles into a cache directory (torch's inductor builds a C++ test
-program per CPU vector ISA: 8–11 s on the 2-core VMs, which a user's machine pays once, as its
-cache directory persists), the probe runs once per (system, framework version), under the
+"Empty" is empty of the model's compilation, not of the host's: where the framework makes
+something of the host the first time it compiles (torch's inductor: a C++ test program per CPU
+vector ISA, into the cache directory, 10 s on the 2-core VMs; its precompiled kernel header,
+beside its default cache directory, 7 s; a user's machine pays both once, as its directories
+persist), the framework's seed module runs once per (system, framework version), under the
 host's timing lock, into paths.COMPILE_CACHE_SEED, and every cold cache starts from a copy of
-it; the cell and the export record the seed and what the probe took.
+it; the cell and the export record the seed and what it took (frameworks.torch.cache_seed).
+The precompiled header stays where inductor keeps it, under the job's temp dir (its path is
+in every kernel's cache key): on a host whose temp dir was emptied since the seed, the first
+compilation makes it again.
 """
 
 from __future__ import annotations
@@ -149,9 +153,11 @@ def keep(request: CellRequest, scratch: str) -> None:
 
 
 def private_dirs(request: CellRequest) -> contextlib.AbstractContextManager[tuple[str, str]]:
-    """A private temp dir for the cell (torch inductor writes to the system temp dir) and its
-    compile caches (fwbench.measure.compile_cache); yields the dir and what the cell records
-    of its caches; everything restored and removed after."""
+    """A private scratch dir for the cell and its compile caches in it; yields the dir and
+    what the cell records of its caches; everything restored and removed after. The process's
+    temp dir stays the job's: torch inductor keeps its precompiled header beside its default
+    cache directory under it, and names its path in every kernel's cache key, so a process
+    with a temp dir of its own rebuilt the header (5 s) and every kernel of a warm cache."""
     return _scratch("fwbench-cell-", lambda scratch: prepare(request, scratch))
 
 
@@ -161,21 +167,36 @@ def cold_dirs(request: ExportRequest) -> contextlib.AbstractContextManager[tuple
     return _scratch("fwbench-export-", lambda scratch: _cold(request, scratch))
 
 
+UNSEEDED = (
+    "cold: an empty cache directory, not seeded (a training job holds the timing lock and names "
+    "no system): its first epoch holds the framework's probe of the host, as a first training "
+    "on a fresh machine does"
+)
+
+
+def training_dirs(framework: str) -> contextlib.AbstractContextManager[tuple[str, str]]:
+    """As cold_dirs, for a training run: its compile caches start empty, so that every run's
+    first epoch compiles cold (the default cache directory, which persists, would serve a
+    rerun its earlier compilation), and are dropped after."""
+
+    def caches(scratch: str) -> tuple[dict[str, str], str]:
+        local = _local(framework, scratch)
+        return (local, UNSEEDED) if local else ({}, NONE)
+
+    return _scratch("fwbench-train-", caches)
+
+
 @contextlib.contextmanager
 def _scratch(
     prefix: str, caches: Callable[[str], tuple[dict[str, str], str]]
 ) -> Iterator[tuple[str, str]]:
     scratch = tempfile.mkdtemp(prefix=prefix)
-    cache_env, cache_note = caches(scratch)
-    env = {"TMPDIR": scratch} | cache_env
+    env, cache_note = caches(scratch)
     saved_env = {name: os.environ.get(name) for name in env}
-    saved_tempdir = tempfile.tempdir
     os.environ.update(env)
-    tempfile.tempdir = scratch
     try:
         yield scratch, cache_note
     finally:
-        tempfile.tempdir = saved_tempdir
         for name, value in saved_env.items():
             if value is None:
                 os.environ.pop(name, None)

@@ -4,8 +4,10 @@ architecture at the table batch, as one table and one figure (stacked bars).
 The parts, all process 0's (stats.nc): importing the framework or runtime, building the model
 (an export mode: loading the artifact or creating the session), the export job's export or
 conversion (export modes; paid once, offline), and the first call with a cold compile cache.
-Beside them the first call of the cell's later processes, each a fresh process started from a
-copy of process 0's on-disk compile cache (warm), where the framework keeps one.
+Beside them the first call of the cell's later processes and of the rounds' workers, each a
+fresh process started from a copy of process 0's on-disk compile cache (warm), where the
+framework keeps one. A cold cache is empty of the model, not of the host: the framework's probe
+of the host (torch inductor's CPU ISA) is made once (fwbench.measure.compile_cache).
 """
 
 from __future__ import annotations
@@ -122,7 +124,8 @@ def _stack(ax, x: int, view: StatsView, key: CellKey) -> None:
 def _notes(inputs: FigureInputs) -> list[str]:
     notes = [
         "Process 0 of each cell, cold compile caches; dot: import + build + the later "
-        "processes' first call, warm from process 0's on-disk cache (none: no dot). "
+        "processes' and rounds workers' first call, warm from process 0's on-disk cache "
+        "(none: no dot). "
         "The export is paid once, offline: stacked, but not in the time to first answer."
     ]
     failed = failed_note(inputs.view, [inputs.batch])

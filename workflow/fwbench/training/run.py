@@ -29,6 +29,7 @@ from fwbench.host.contention import OtherCpu
 from fwbench.host.harness import peak_rss_bytes
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
 from fwbench.io.train_file import EVALUATED_IN, RunRecord, evaluated_in
+from fwbench.measure import compile_cache
 from fwbench.model import resnet
 from fwbench.precisions import FLOAT32
 from fwbench.training import data as datasets
@@ -126,7 +127,8 @@ def run(
     record.scalars["load_before"] = os.getloadavg()[0]
     try:
         trains = Run(framework, mode, model, dataset, precision, device)
-        _train(record, trains, settings, seed, threads)
+        with compile_cache.training_dirs(framework) as (_, record.attrs["compile_cache"]):
+            _train(record, trains, settings, seed, threads)
     except Exception as error:  # every failure becomes a recorded result, never a crash
         record.attrs |= {
             "status": STATUS_FAILED,
