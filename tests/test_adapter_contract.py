@@ -74,7 +74,8 @@ THREADS_KEY = {
     "tensorflow": "intra_op_parallelism_threads",
 }
 PACKAGES = Path(frameworks.__file__).parent
-EXTRA_MODULES = {"torch": {"compile_info.py", "quantize.py"}}  # beyond the PARTS every package has
+# beyond the PARTS every package has (cache_seed: the host probe, FrameworkInfo.cache_seed_module)
+EXTRA_MODULES = {"torch": {"compile_info.py", "quantize.py", "cache_seed.py"}}
 INTERFACES = {"infer": InferenceAdapter, "train": TrainingAdapter, "hardware": HardwareProbe}
 
 

@@ -373,7 +373,7 @@ def crowded_stats() -> xr.Dataset:
     parts = {part: median * share for part, share in zip(PARTS, (0.2, 0.1, 0.3, 0.4), strict=True)}
     data |= parts | {SHARE_OF[part]: parts[part] / median for part in PARTS}
     attrs = {"stats_confidence": 0.95, "stats_table_batch": 32, "table_batch": 32}
-    attrs |= {"stats_cv_threshold_pct": 10.0, "processes": 3, "median_ci_level": ci_level(3)}
+    attrs |= {"stats_cv_threshold_pct": 10.0, "processes": 3, "median_ci_level": ci_level(3, True)}
     coords = {"framework": names, "mode": modes, "arch": archs, "batch": [32]}
     crowded = xr.Dataset({k: (dims, v) for k, v in data.items()}, coords=coords, attrs=attrs)
     return crowded.assign(parts_median_spread=_parts_spread(crowded, 32))

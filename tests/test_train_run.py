@@ -13,10 +13,10 @@ import numpy as np
 import pytest
 
 from fwbench.frameworks import MODES, is_export_mode
+from fwbench.frameworks.cache_dirs import UNSEEDED
 from fwbench.host.contention import OtherCpu
 from fwbench.io import train_file
 from fwbench.io.train_file import EPOCH_UNITS, SCALAR_UNITS, RunRecord, read_run, write_run
-from fwbench.measure import compile_cache
 from fwbench.training import run as training
 from fwbench.training.config import parse_settings
 
@@ -63,7 +63,7 @@ def test_a_train_run_writes_every_variable_with_units_and_provenance(tmp_path):
     assert attrs["steps_per_epoch"] == 8 and attrs["train_samples"] == 64
     assert json.loads(attrs["spec"])["base_width"] == 8
     assert attrs["start_ns"] < attrs["end_ns"] and attrs["git_commit"]
-    assert attrs["compile_cache"] == compile_cache.UNSEEDED  # torch's: a private, empty one
+    assert attrs["compile_cache"] == UNSEEDED  # torch's: a private, empty one
     assert len(attrs["dataset_fingerprint"]) == 64 and len(attrs["batch_order_hash"]) == 64
 
 

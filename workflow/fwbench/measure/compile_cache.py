@@ -23,16 +23,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fwbench import frameworks
+from fwbench.frameworks.cache_dirs import NONE, cache_dirs, scratch_dirs
 from fwbench.host.harness import timing_lock
 from fwbench.plan.paths import COMPILE_CACHE, COMPILE_CACHE_SEED, precision_tag
 from fwbench.plan.request import CellRequest, ExportRequest
-
-NONE = "none: the framework keeps no on-disk compile cache"
 
 
 def _version(request: CellRequest | ExportRequest) -> str:
@@ -51,12 +48,6 @@ def shared_dir(request: CellRequest) -> Path:
             precision_tag=precision_tag(request.precision),
         )
     )
-
-
-def _local(framework: str, scratch: str) -> dict[str, str]:
-    """The framework's cache variables, each naming a directory under `scratch`."""
-    names = frameworks.compile_cache_env(framework)
-    return {name: os.path.join(scratch, "compile-cache", name.lower()) for name in names}
 
 
 def seed_dir(request: CellRequest | ExportRequest) -> Path:
@@ -113,7 +104,7 @@ def _seeded(request: CellRequest | ExportRequest, local: dict[str, str]) -> str:
 def _cold(request: CellRequest | ExportRequest, scratch: str) -> tuple[dict[str, str], str]:
     """Empty cache directories under `scratch` for the framework's cache variables, seeded
     with the host probe where the framework has one."""
-    local = _local(request.framework, scratch)
+    local = cache_dirs(request.framework, scratch)
     if not local:
         return {}, NONE
     return local, "cold: an empty cache directory" + _seeded(request, local)
@@ -126,7 +117,7 @@ def prepare(request: CellRequest, scratch: str) -> tuple[dict[str, str], str]:
     if request.process == 0:
         local, note = _cold(request, scratch)
         return local, f"{note} (left for the cell's later processes)" if local else note
-    local = _local(request.framework, scratch)
+    local = cache_dirs(request.framework, scratch)
     if not local:
         return local, NONE
     shared = shared_dir(request)
@@ -158,48 +149,10 @@ def private_dirs(request: CellRequest) -> contextlib.AbstractContextManager[tupl
     temp dir stays the job's: torch inductor keeps its precompiled header beside its default
     cache directory under it, and names its path in every kernel's cache key, so a process
     with a temp dir of its own rebuilt the header (5 s) and every kernel of a warm cache."""
-    return _scratch("fwbench-cell-", lambda scratch: prepare(request, scratch))
+    return scratch_dirs("fwbench-cell-", lambda scratch: prepare(request, scratch))
 
 
 def cold_dirs(request: ExportRequest) -> contextlib.AbstractContextManager[tuple[str, str]]:
     """As private_dirs, for an export job: its compile caches always start empty (but for the
     host probe's seed) and are dropped after, so its export time is a first export's."""
-    return _scratch("fwbench-export-", lambda scratch: _cold(request, scratch))
-
-
-UNSEEDED = (
-    "cold: an empty cache directory, not seeded (a training job holds the timing lock and names "
-    "no system): its first epoch holds the framework's probe of the host, as a first training "
-    "on a fresh machine does"
-)
-
-
-def training_dirs(framework: str) -> contextlib.AbstractContextManager[tuple[str, str]]:
-    """As cold_dirs, for a training run: its compile caches start empty, so that every run's
-    first epoch compiles cold (the default cache directory, which persists, would serve a
-    rerun its earlier compilation), and are dropped after."""
-
-    def caches(scratch: str) -> tuple[dict[str, str], str]:
-        local = _local(framework, scratch)
-        return (local, UNSEEDED) if local else ({}, NONE)
-
-    return _scratch("fwbench-train-", caches)
-
-
-@contextlib.contextmanager
-def _scratch(
-    prefix: str, caches: Callable[[str], tuple[dict[str, str], str]]
-) -> Iterator[tuple[str, str]]:
-    scratch = tempfile.mkdtemp(prefix=prefix)
-    env, cache_note = caches(scratch)
-    saved_env = {name: os.environ.get(name) for name in env}
-    os.environ.update(env)
-    try:
-        yield scratch, cache_note
-    finally:
-        for name, value in saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        shutil.rmtree(scratch, ignore_errors=True)
+    return scratch_dirs("fwbench-export-", lambda scratch: _cold(request, scratch))

@@ -24,12 +24,12 @@ import xarray as xr
 
 from fwbench import provenance
 from fwbench.frameworks import check_framework_mode, is_export_mode, load
+from fwbench.frameworks.cache_dirs import cold_training_dirs
 from fwbench.frameworks.protocols import Trainer, TrainingAdapter
 from fwbench.host.contention import OtherCpu
 from fwbench.host.harness import peak_rss_bytes
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
 from fwbench.io.train_file import EVALUATED_IN, RunRecord, evaluated_in
-from fwbench.measure import compile_cache
 from fwbench.model import resnet
 from fwbench.precisions import FLOAT32
 from fwbench.training import data as datasets
@@ -99,35 +99,14 @@ def run(
     error in its attributes. `threads` is what threads.setup_threads returned (provenance, and
     its count goes to the framework); set it up before calling.
     """
-    start_ns = time.time_ns()
     precision = str(settings.get("precision", FLOAT32))
     epochs = settings.get("epochs", 1) if isinstance(settings.get("epochs"), int) else 1
     record = RunRecord(epochs=max(epochs, 1))
-    framework_version, versions = _versions(framework)
-    record.attrs |= {
-        "framework": framework,
-        "framework_version": framework_version,
-        "versions": versions,
-        "mode": mode,
-        "model": model,
-        "dataset": dataset,
-        "precision": precision,
-        "status": STATUS_OK,
-        "device": device,
-        "host": provenance.host(),
-        "threads": threads or {},
-        "config": json.dumps(settings, sort_keys=True, default=str),
-        "config_hash": provenance.config_hash(settings),
-        "git_commit": provenance.git_commit(Path(__file__).resolve().parent),
-        "seed": seed,
-        "weight_decay_on": WEIGHT_DECAY_ON,
-        "start_ns": start_ns,
-        "start_utc": provenance.utc(start_ns),
-    }
+    trains = Run(framework, mode, model, dataset, precision, device)
+    record.attrs |= _provenance(trains, settings, seed, threads)
     record.scalars["load_before"] = os.getloadavg()[0]
     try:
-        trains = Run(framework, mode, model, dataset, precision, device)
-        with compile_cache.training_dirs(framework) as (_, record.attrs["compile_cache"]):
+        with cold_training_dirs(framework) as (_, record.attrs["compile_cache"]):
             _train(record, trains, settings, seed, threads)
     except Exception as error:  # every failure becomes a recorded result, never a crash
         record.attrs |= {
@@ -142,6 +121,35 @@ def run(
     end_ns = time.time_ns()
     record.attrs |= {"end_ns": end_ns, "end_utc": provenance.utc(end_ns)}
     return record.to_dataset()
+
+
+def _provenance(
+    run: Run, settings: dict[str, Any], seed: int, threads: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A run's attributes before it starts: what it trains, where, with which code and
+    settings, and when it started."""
+    start_ns = time.time_ns()
+    framework_version, versions = _versions(run.framework)
+    return {
+        "framework": run.framework,
+        "framework_version": framework_version,
+        "versions": versions,
+        "mode": run.mode,
+        "model": run.model,
+        "dataset": run.dataset,
+        "precision": run.precision,
+        "status": STATUS_OK,
+        "device": run.device,
+        "host": provenance.host(),
+        "threads": threads or {},
+        "config": json.dumps(settings, sort_keys=True, default=str),
+        "config_hash": provenance.config_hash(settings),
+        "git_commit": provenance.git_commit(Path(__file__).resolve().parent),
+        "seed": seed,
+        "weight_decay_on": WEIGHT_DECAY_ON,
+        "start_ns": start_ns,
+        "start_utc": provenance.utc(start_ns),
+    }
 
 
 @dataclasses.dataclass(frozen=True)
