@@ -63,6 +63,7 @@ def _probe(framework: str, module: str, seed: Path) -> None:
     seed another process put there first is kept)."""
     partial = seed.with_name(f"{seed.name}.{os.getpid()}.tmp")
     shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)  # a probe may write nothing: its record goes here still
     env = os.environ | {
         name: str(partial / name.lower()) for name in frameworks.compile_cache_env(framework)
     }
