@@ -63,9 +63,7 @@ def _serve(
     for line in commands:
         command = json.loads(line)
         if "warm" in command:
-            start = time.perf_counter()
-            sync(call())
-            first_call_s = time.perf_counter() - start
+            first_call_s = sample_ns(call, sync, 1) * 1e-9
             _, pace_s = warm_up(call, sync, request.warmup)
             calls = calls_per_sample(pace_s, request.min_sample_s)
             _send(replies, {"calls": calls, "first_call_s": first_call_s})
