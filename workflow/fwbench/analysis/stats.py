@@ -43,7 +43,7 @@ from fwbench.analysis.machine import (
 )
 from fwbench.analysis.over_cells import over_cells
 from fwbench.analysis.process_spread import cell_spreads, spread_cis
-from fwbench.analysis.processes import WARM, later_first_calls, pool, processes, warm_first_call
+from fwbench.analysis.processes import WARM, later_first_calls, pool, processes
 from fwbench.analysis.roofline import (
     ROOFLINE_VARIABLES,
     HardwareLimits,
@@ -134,10 +134,12 @@ def _timings(bench: xr.Dataset, ok: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 
 
 def _with_warm_first_calls(bench: xr.Dataset, later: np.ndarray, together: Rounds) -> xr.Dataset:
-    """The pooled aggregate with each cell's first call from a warm compile cache: the median
-    over its later processes (`later`: cell dims × processes after 0) and, where the rounds
-    measured it, their workers."""
-    warm = warm_first_call(later)
+    """The pooled aggregate with each cell's first call from a warm compile cache: pool's
+    median over its later processes, and where the rounds measured the variant, the median over
+    those (`later`: cell dims × processes after 0) and the rounds' workers."""
+    if V.first_call_warm_s not in bench:
+        return bench
+    warm = bench[V.first_call_warm_s].transpose(*CELL_DIMS).values.copy()
     coords = {d: bench[d].values.tolist() for d in CELL_DIMS}
     for index in np.ndindex(*warm.shape):
         key = CellKey.of({d: coords[d][i] for d, i in zip(CELL_DIMS, index, strict=True)})
