@@ -19,7 +19,10 @@ the log (start to "Finished"): timing jobs run one at a time, so these add up to
 and say what a rule adds to the sweep, or what a rule another version lacks took from it; and
 per precision, what its jobs took (the jobs whose path names it: bench, export, train) plus its
 variants' share of the rounds' spans (the rounds alternate every precision's variants of a row,
-each variant a worker and a turn per round): what the sweep would save without it. With
+each variant a worker and a turn per round), plus its work inside jobs every precision shares:
+its rows of the checks (their `seconds`) and the evaluations of float32 runs' trained models in
+it (`evaluated_in_s`); the hardware_peak job of a dtype counts as that precision's: what the
+sweep would save without it. With
 `--after`, the logs of later runs in the same directory that redid some jobs (a new version's
 code, `--forcerun`): their spans replace the same outputs' (keyed by each job's first output),
 so that a partial rerun says what the whole sweep would cost with the new code.
@@ -28,7 +31,9 @@ so that a partial rerun says what the whole sweep would cost with the new code.
 from __future__ import annotations
 
 import argparse
+import csv
 import datetime as dt
+import json
 import re
 import sys
 from collections import defaultdict
@@ -36,7 +41,7 @@ from pathlib import Path
 
 from fwbench.io.cell_file import read_cell
 from fwbench.io.rounds_file import joined_rows, read_rounds, variant_precisions
-from fwbench.io.train_file import read_run
+from fwbench.io.train_file import evaluation_parts, read_run
 from fwbench.plan.paths import precision_of_tag
 from fwbench.precisions import FLOAT32
 
@@ -156,7 +161,8 @@ def job_spans(log: Path) -> dict[str, tuple[str, float, str]]:
         jobid = re.search(r"jobid: (\d+)", body)
         if start and jobid:
             tag = re.search(r"precision_tag=([-a-z0-9]*)", body)
-            precision = precision_of_tag(tag.group(1)) if tag else ""
+            dtype = re.search(r"\bdtype=(\w+)", body)  # hardware_peak: one dtype's GEMM peak
+            precision = precision_of_tag(tag.group(1)) if tag else dtype.group(1) if dtype else ""
             output = re.search(r"output: ([^,\s]+)", body)
             name = output.group(1) if output else f"{start.group(1)}#{jobid.group(1)}"
             started[jobid.group(1)] = (start.group(1), when, precision, name)
@@ -205,23 +211,61 @@ def rounds_variant_shares(workdir: Path) -> dict[str, float]:
     return {precision: n / total for precision, n in counts.items()} if total else {}
 
 
+def checks_seconds(workdir: Path) -> dict[str, float]:
+    """Per precision, what its rows cost the checks jobs (the rows' `seconds`; none from check
+    files written before the column)."""
+    seconds: dict[str, float] = defaultdict(float)
+    for path in sorted((workdir / "results/checks").rglob("equivalence.csv")):
+        with open(path, newline="") as handle:
+            for row in csv.DictReader(handle):
+                if row.get("seconds"):
+                    seconds[row["precision"]] += float(row["seconds"])
+    return seconds
+
+
+def evaluation_seconds(workdir: Path) -> dict[str, float]:
+    """Per precision, what evaluating float32 runs' trained models in it cost those runs
+    (`evaluated_in_s`; none from train files written before the attribute)."""
+    seconds: dict[str, float] = defaultdict(float)
+    for path in sorted((workdir / "results/train").rglob("*.nc")):
+        spent = json.loads(read_run(path).attrs.get("evaluated_in_s", "{}"))
+        for evaluation, value in spent.items():
+            seconds[evaluation_parts(evaluation)[0]] += value
+    return seconds
+
+
 def print_precision_costs(spans: dict[str, list[tuple[float, str]]], workdir: Path) -> None:
-    """Per low precision: its jobs' spans plus its share of the rounds' spans."""
+    """Per low precision: its jobs' spans, its share of the rounds' spans, and its work inside
+    the jobs every precision shares (its check rows, its evaluations of float32 runs' trained
+    models)."""
     rounds_s = sum(seconds for seconds, _ in spans.get("rounds", []))
     shares = rounds_variant_shares(workdir)
-    costs: dict[str, float] = defaultdict(float)
+    parts: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     for jobs in spans.values():
         for seconds, precision in jobs:
             if precision and precision != FLOAT32:
-                costs[precision] += seconds
+                parts[precision]["jobs"] += seconds
     for precision, share in shares.items():
         if precision != FLOAT32:
-            costs[precision] += share * rounds_s
-    if costs:
-        print(f"\n{'precision':<16}{'cost_s':>10}  (its jobs + its share of the rounds)")
-        for precision, seconds in costs.items():
-            print(f"{precision:<16}{seconds:>10.0f}")
-        total = sum(costs.values())
+            parts[precision]["rounds"] += share * rounds_s
+    for name, found in (
+        ("checks", checks_seconds(workdir)),
+        ("evaluated", evaluation_seconds(workdir)),
+    ):
+        for precision, seconds in found.items():
+            if precision != FLOAT32:
+                parts[precision][name] += seconds
+    if parts:
+        columns = ("jobs", "rounds", "checks", "evaluated")
+        print(
+            f"\n{'precision':<16}{'cost_s':>10}"
+            + "".join(f"{c + '_s':>12}" for c in columns)
+            + "  (its jobs, rounds share, check rows, trained-model evaluations)"
+        )
+        for precision, by_part in parts.items():
+            row = "".join(f"{by_part[c]:>12.0f}" for c in columns)
+            print(f"{precision:<16}{sum(by_part.values()):>10.0f}{row}")
+        total = sum(sum(by_part.values()) for by_part in parts.values())
         print(f"{'all low':<16}{total:>10.0f} = {total / 60:.1f} min")
 
 

@@ -81,6 +81,8 @@ def test_a_correct_adapter_passes_every_arch_and_mode(monkeypatch):
         assert row["error"] == ""
         assert 0 <= row["max_rel_err"] < 1e-6  # float32 rounding only
         assert set(row) == set(checks.EQUIVALENCE_COLUMNS)
+        assert row["seconds"] > 0  # what the row cost the job (sweep_breakdown's precisions)
+        assert math.isnan(row["saturated"]) and math.isnan(row["saturated_of"])  # no quantization
 
 
 def test_a_wrong_adapter_fails_with_its_error_numbers_in_the_row(monkeypatch):
@@ -267,6 +269,20 @@ def test_merge_csv_refuses_inputs_whose_columns_differ(tmp_path):
     with pytest.raises(ValueError, match="b.csv"):
         checks.merge_csv([first, second], tmp_path / "out.csv")
     assert not (tmp_path / "out.csv").exists()
+
+
+def test_merge_csv_leaves_a_column_an_older_file_lacks_empty(tmp_path):
+    """One framework's checks rerun after an upgrade that added a column: the others' files,
+    written before it, merge with it empty."""
+    old = _write(tmp_path / "jax.csv", ["arch,pass", "mlp,True"])
+    new = _write(tmp_path / "torch.csv", ["arch,saturated,pass", "mlp,3,False"])
+    out = tmp_path / "out.csv"
+    checks.merge_csv([old, new], out, ["local", "local"])
+    assert out.read_text().splitlines() == [
+        "system,arch,saturated,pass",
+        "local,mlp,,True",
+        "local,mlp,3,False",
+    ]
 
 
 # The real adapters.

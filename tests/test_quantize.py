@@ -23,7 +23,14 @@ from fwbench.frameworks.kernel_precision import KERNEL_TIME
 from fwbench.io.artifact_file import read_manifest
 from fwbench.io.cell_file import read_cell
 from fwbench.model import cost as cost_model
-from fwbench.model.precision_bound import FAILURE_PROBABILITY, quantization_bound
+from fwbench.model.precision_bound import (
+    FAILURE_PROBABILITY,
+    Roundings,
+    integer_limits,
+    integer_step,
+    quantization_bound,
+    saturated,
+)
 from fwbench.model.specs import build_spec
 from fwbench.plan import paths
 from fwbench.precisions import FLOAT32, INT8, INT8_STATIC
@@ -84,6 +91,19 @@ def test_the_quantization_bound_is_lambda_times_the_root_sum_of_squared_steps():
     for bad in ([], [0.01, math.nan]):
         with pytest.raises(ValueError, match="finite steps"):
             quantization_bound(bad, outputs=80)
+
+
+def test_a_stored_activation_at_a_limit_other_than_its_zero_point_counts_as_saturated():
+    q = np.array([0, 0, 0, 5, 255, 255], np.uint8)
+    assert saturated(q, 0, 0, 255) == 2  # zeros at the zero point are exact (a ReLU's)
+    assert saturated(q, 128, 0, 255) == 5  # an affine range: both ends clip
+    assert saturated(np.array([-128, 3, 127], np.int8), np.array([-128]), -128, 127) == 1
+    found = Roundings()
+    found.activation(q, 0, *integer_limits(q.dtype))
+    found.weight(np.array([-127, 64, 127], np.int8))
+    assert (found.saturated, found.stored, len(found.steps)) == (2, 6, 2)
+    assert found.saturated_share() == pytest.approx(2 / 6)
+    assert math.isnan(Roundings().saturated_share())
 
 
 def test_dynamic_int8_counts_one_byte_weights_and_float32_activations():
@@ -151,9 +171,11 @@ def test_the_steps_of_a_quantized_matmul_are_those_its_value_ranges_imply(tmp_pa
     assert quantized.details["quantization"]["integer_products"] == ["MatMulInteger"]
     assert quantized.details["quantization"]["float_products_left"] == []
     x = rng.uniform(0, 1, (64, 256)).astype(np.float32)
-    activation, weight = onnxrt.quantization_steps(quantized.file, {"x": x}, threads=1)
+    found = onnxrt.quantization_roundings(quantized.file, {"x": x}, threads=1)
+    activation, weight = found.steps
     assert weight == pytest.approx(math.sqrt(3) / 254, rel=0.02)
     assert activation == pytest.approx(math.sqrt(3) / 510, rel=0.02)
+    assert (found.saturated, found.stored) == (0, 0)  # a dynamic range is each call's own
 
 
 def test_a_static_quantization_fixes_the_activations_scale_from_its_calibration_set(tmp_path):
@@ -176,13 +198,19 @@ def test_a_static_quantization_fixes_the_activations_scale_from_its_calibration_
     x = rng.uniform(0, 1, (64, 256)).astype(np.float32)
     # In the graph's order: the weight, the input, and the product's output, which QDQ rounds
     # to uint8 too (the next op's input in a deeper model).
-    weight, activation, output = onnxrt.quantization_steps(quantized.file, {"x": x}, threads=1)
+    found = onnxrt.quantization_roundings(quantized.file, {"x": x}, threads=1)
+    weight, activation, output = found.steps
     assert weight == pytest.approx(math.sqrt(3) / 254, rel=0.02)
     assert activation == pytest.approx(math.sqrt(3) / 510, rel=0.02)
     assert 0 < output < 0.1
-    _, wide, _ = onnxrt.quantization_steps(quantized.file, {"x": 2 * x}, threads=1)
+    # Stored: the input and the product's output, 64 × 256 values each; in range, an input
+    # value sits at 255 only within half a step of the calibrated maximum (about 1 in 510).
+    assert found.stored == 2 * 64 * 256 and found.saturated_share() < 0.01
+    wide = onnxrt.quantization_roundings(quantized.file, {"x": 2 * x}, threads=1)
     # A scale fixed beforehand: half of q saturates at 255 (rms 255·√(2/3)), not rescaled.
-    assert wide == pytest.approx(1 / (2 * 255 * math.sqrt(2 / 3)), rel=0.03)
+    assert wide.steps[1] == pytest.approx(1 / (2 * 255 * math.sqrt(2 / 3)), rel=0.03)
+    # ... and counted: half the input's values at 255, at least a quarter of all stored.
+    assert wide.saturated >= 0.5 * 64 * 256 * 0.95 and wide.saturated_share() > 0.25
     with pytest.raises(ValueError, match="calibration set"):
         onnxrt.quantize(Exported(str(source), "test"), INT8_STATIC, str(tmp_path / "n"))
 
@@ -212,9 +240,9 @@ def test_a_qdq_models_roundings_leave_out_the_requantization_after_a_data_move()
         "wq": np.ones((2, 2), np.int8),
     }
     same = onnxrt._roundings(model("same"), constants)
-    assert [value for value, _, _ in same] == ["xq", "wq"]
+    assert [(value, stored) for value, _, _, stored in same] == [("xq", True), ("wq", False)]
     other = onnxrt._roundings(model("other"), constants)
-    assert [value for value, _, _ in other] == ["xq", "tq", "wq"]
+    assert [value for value, _, _, _ in other] == ["xq", "tq", "wq"]
 
 
 def test_a_static_quantizations_calibration_set_is_seeded_and_never_the_check_input():
@@ -325,12 +353,10 @@ def test_a_dynamic_step_is_half_the_step_the_kernel_takes_for_each_row_over_the_
 
 
 def test_a_stored_step_centres_each_channel_on_its_zero_point():
-    litert = pytest.importorskip("fwbench.runtimes.litert")
+    """As LiteRT stores a weight: zero points per channel of its quantized dimension."""
     q = np.array([[1, 3], [-2, 2]], np.int8)
-    parameters = {"zero_points": np.array([1, 0]), "quantized_dimension": 0}
-    assert litert._stored_step(q, parameters) == pytest.approx(1 / (2 * math.sqrt(3)))
-    symmetric = {"zero_points": np.array([0, 0]), "quantized_dimension": 1}
-    assert litert._stored_step(q, symmetric) == pytest.approx(1 / (2 * math.sqrt(18 / 4)))
+    assert integer_step(q, np.array([1, 0]), 0) == pytest.approx(1 / (2 * math.sqrt(3)))
+    assert integer_step(q, np.array([0, 0]), 1) == pytest.approx(1 / (2 * math.sqrt(18 / 4)))
 
 
 # ---- end to end: export job, checks, cell ---------------------------------------------------

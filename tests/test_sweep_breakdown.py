@@ -48,3 +48,34 @@ def test_a_later_runs_jobs_replace_the_first_runs_spans_by_output(tmp_path):
     after = sweep_breakdown.rule_spans(first, [later])
     assert sorted(after["bench"]) == [(5.0, "bfloat16"), (10.0, "float32")]
     assert after["export"] == [(10.0, "float32")]
+
+
+def test_a_dtypes_hardware_peak_job_counts_as_that_precisions(tmp_path):
+    log = tmp_path / "run.log"
+    log.write_text(
+        "[Sun Dec  6 20:00:00 2026]\nlocalrule hardware_peak:\n    output: results/hw/int8.json\n"
+        "    jobid: 7\n    wildcards: system=local, dtype=int8\n\n"
+        "[Sun Dec  6 20:00:15 2026]\nFinished jobid: 7 (Rule: hardware_peak)\n"
+    )
+    assert sweep_breakdown.rule_spans(log) == {"hardware_peak": [(15.0, "int8")]}
+
+
+def test_a_precisions_check_rows_and_trained_model_evaluations_are_counted(tmp_path):
+    from fwbench.io.train_file import RunRecord, write_run
+
+    checks = tmp_path / "results/checks/local/torch/1"
+    checks.mkdir(parents=True)
+    (checks / "equivalence.csv").write_text(
+        "arch,precision,seconds\nmlp,float32,1.5\nmlp,int8_static,4.0\ncnn,int8_static,2.0\n"
+    )
+    old = tmp_path / "results/checks/local/jax/1"  # a file from before the column
+    old.mkdir(parents=True)
+    (old / "equivalence.csv").write_text("arch,precision\nmlp,bfloat16\n")
+    assert sweep_breakdown.checks_seconds(tmp_path) == {"float32": 1.5, "int8_static": 6.0}
+    record = RunRecord(epochs=1)
+    record.attrs["evaluated_in_s"] = {"bfloat16": 2.0, "int8_static_onnxrt": 3.0, "int8": 0.5}
+    run = tmp_path / "results/train/local/torch/1/eager/resnet8-digits.nc"
+    run.parent.mkdir(parents=True)
+    write_run(record.to_dataset(), run)
+    spent = sweep_breakdown.evaluation_seconds(tmp_path)
+    assert spent == {"bfloat16": 2.0, "int8_static": 3.0, "int8": 0.5}

@@ -215,6 +215,11 @@ class Trainer(Protocol):
         make it (a quantization's settings and time); raises NotImplementedError naming what
         the framework does not run."""
 
+    def onnx_export(self, path: str, example: np.ndarray) -> Exported:
+        """The trained model, float32 in inference mode, as an ONNX file at `path` the way the
+        framework's onnxrt cells export theirs (`example`: a batch in INPUT_LAYOUT, the batch
+        dynamic); raises NotImplementedError where the framework has no onnxrt mode."""
+
     def compile_info(self) -> CompileInfo:
         """Valid after the first epoch."""
 

@@ -17,15 +17,18 @@ Variables (dimension `epoch`; SI units in each `units` attribute):
   setup_time_s            s      framework import + model build + weight load
   peak_mem_bytes          B      device allocator peak on an accelerator, else peak RSS
   peak_rss_bytes          B      the process's peak resident set (imports and data included)
-  val_accuracy_as_bfloat16, val_accuracy_as_int8_static   1   a float32 run's trained model
-                                 evaluated as the framework's cells run that precision, after
-                                 the timed epochs (NaN where not run: `evaluated_in` says why)
+  val_accuracy_as_<evaluation>   1   a float32 run's trained model evaluated as the
+                                 framework's cells run a precision, after the timed epochs,
+                                 one per EVALUATED_IN (bfloat16, int8, int8_static by the
+                                 framework's own means; int8_onnxrt, int8_static_onnxrt by
+                                 ONNX Runtime); NaN where not run: `evaluated_in` says why
   compiled, graph_count, graph_breaks, fallbacks   1   as in the bench cells
   load_before, load_after 1      1-minute load average at start and end
 Attributes: framework, framework_version, versions (JSON), mode, model, dataset, precision
 (float32 where absent: a file from before precision was a dimension), precision_policy and
-precision_how (a low-precision run's), evaluated_in (JSON: per precision 'ok' or why not),
-evaluated_in_details (JSON: each quantization's settings and time), evaluated_in_calibration, status
+precision_how (a low-precision run's), evaluated_in (JSON: per evaluation 'ok' or why not),
+evaluated_in_details (JSON: each quantization's settings and time), evaluated_in_s (JSON: each
+evaluation's seconds, its export and quantization included), evaluated_in_calibration, status
 ('ok' | 'failed'), error_type, error_message, traceback_tail, compile_how, compile_details,
 device, host, threads (JSON), config (JSON of the `train` section), config_hash, git_commit,
 spec (JSON), seed, epochs, batch_size, steps_per_epoch, train_samples, val_samples,
@@ -56,7 +59,7 @@ from fwbench.io.common import (
     check_schema_version,
     schema_version,
 )
-from fwbench.precisions import BFLOAT16, INT8_STATIC
+from fwbench.precisions import BFLOAT16, INT8, INT8_STATIC
 
 EPOCH_UNITS = {
     "epoch_time_s": "s",
@@ -68,13 +71,32 @@ EPOCH_UNITS = {
     "busy_cpu_other": "cores",
 }
 
-# The precisions a float32 run's trained model is also evaluated in (fwbench.training.run).
-EVALUATED_IN = (BFLOAT16, INT8_STATIC)
+# The ways a float32 run's trained model is also evaluated (fwbench.training.run), each a
+# precision as the framework's cells run it, `<precision>` by the framework's own means
+# (bfloat16 cast; int8 and int8_static: torch's PT2E, TensorFlow's LiteRT) and
+# `<precision>_onnxrt` by ONNX Runtime's quantization of the framework's ONNX export (its
+# onnxrt cells').
+ONNXRT_EVALUATION = "_onnxrt"
+EVALUATED_IN = (
+    BFLOAT16,
+    INT8,
+    INT8_STATIC,
+    INT8 + ONNXRT_EVALUATION,
+    INT8_STATIC + ONNXRT_EVALUATION,
+)
 
 
-def evaluated_in(precision: str) -> str:
-    """The variable of a float32 run's trained model's validation accuracy in `precision`."""
-    return f"val_accuracy_as_{precision}"
+def evaluated_in(evaluation: str) -> str:
+    """The variable of a float32 run's trained model's validation accuracy in `evaluation`
+    (one of EVALUATED_IN)."""
+    return f"val_accuracy_as_{evaluation}"
+
+
+def evaluation_parts(evaluation: str) -> tuple[str, bool]:
+    """(its precision, whether ONNX Runtime runs it) of one of EVALUATED_IN."""
+    if evaluation.endswith(ONNXRT_EVALUATION):
+        return evaluation.removesuffix(ONNXRT_EVALUATION), True
+    return evaluation, False
 
 
 SCALAR_UNITS = {

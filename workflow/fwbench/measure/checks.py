@@ -3,7 +3,10 @@
 - equivalence: each (architecture, mode, precision) output against the float64 numpy reference,
   from the same seeded weights and input: float32 within the configured tolerance, a low
   precision within its rounding-error bound (fwbench.model.precision_bound, whose derivation
-  the row's `basis` names);
+  the row's `basis` names); a static quantization's row also counts the stored activation
+  values at a limit of their integer range (`saturated` of `saturated_of`: clipped at the
+  calibrated range, which the bound does not cover); `seconds` is what the row cost the job
+  (build, the scales' reading, the run);
 - FLOPs: the framework's own counter against the analytic cost model (fwbench.model.cost).
 
 A model that fails to build or run becomes a row that says so (pass False, the message in
@@ -16,6 +19,7 @@ from __future__ import annotations
 import csv
 import math
 import os
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -40,8 +44,11 @@ EQUIVALENCE_COLUMNS = (
     "max_rel_err",
     "tolerance",
     "basis",
+    "saturated",
+    "saturated_of",
     "pass",
     "error",
+    "seconds",
 )
 TOLERANCE_BASIS = "equivalence.tolerance (config)"  # float32's tolerance
 FLOPS_COLUMNS = (
@@ -163,6 +170,7 @@ def equivalence_rows(
             for precision in (FLOAT32, *(precisions or {}).get(arch, {}).get(mode, ())):
                 row = {"arch": arch, "framework": framework, "mode": mode}
                 row |= _tolerance(spec, precision, tolerance, expected.size)
+                start = time.perf_counter()
                 try:
                     if adapter is None:
                         raise RuntimeError(f"loading the {framework} adapter failed: {load_error}")
@@ -175,6 +183,7 @@ def equivalence_rows(
                 except Exception as error:
                     row |= {"max_abs_err": math.nan, "max_rel_err": math.nan, "pass": False}
                     row["error"] = _error_text(error)
+                row["seconds"] = time.perf_counter() - start  # what the row cost the job
                 rows.append(row)
     return rows
 
@@ -182,19 +191,27 @@ def equivalence_rows(
 def _tolerance(spec: Any, precision: str, tolerance: float, outputs: int) -> dict[str, Any]:
     """A row's precision, tolerance and its basis: the configured one in float32, the model's
     rounding-error bound over its `outputs` values in a low precision."""
+    row = {"precision": precision, "saturated": math.nan, "saturated_of": math.nan}
     if precision == FLOAT32:
-        return {"precision": precision, "tolerance": tolerance, "basis": TOLERANCE_BASIS}
+        return row | {"tolerance": tolerance, "basis": TOLERANCE_BASIS}
     if precision in QUANTIZED:
         unread = "the quantization scales: not read (the artifact did not load)"
-        return {"precision": precision, "tolerance": math.nan, "basis": unread}
+        return row | {"tolerance": math.nan, "basis": unread}
     bound = error_bound(spec, precision, outputs)
-    return {"precision": precision, "tolerance": bound.value, "basis": bound.basis()}
+    return row | {"tolerance": bound.value, "basis": bound.basis()}
 
 
 def _quantized_tolerance(runner: Any, x: np.ndarray, outputs: int) -> dict[str, Any]:
-    """A quantized artifact's bound, from its own scales at the check's input."""
-    bound = quantization_bound(runner.quantization_steps(runner.prepare(x)), outputs)
-    return {"tolerance": bound.value, "basis": bound.basis()}
+    """A quantized artifact's bound, from its own scales at the check's input, and its stored
+    activations' values at a limit (none stored by a dynamic quantization: 0 of 0)."""
+    found = runner.quantization_roundings(runner.prepare(x))
+    bound = quantization_bound(found.steps, outputs)
+    return {
+        "tolerance": bound.value,
+        "basis": bound.basis(),
+        "saturated": found.saturated,
+        "saturated_of": found.stored,
+    }
 
 
 def _compared(output: np.ndarray, expected: np.ndarray, tolerance: float) -> dict[str, Any]:
@@ -298,25 +315,30 @@ def merge_csv(
     out: str | os.PathLike,
     systems: Sequence[str] | None = None,
 ) -> None:
-    """Concatenate CSVs with the same header into `out` (one header), atomically; with
-    `systems` (one per path), each row starts with its file's system."""
+    """Concatenate CSVs into `out` (one header), atomically; with `systems` (one per path), each
+    row starts with its file's system. The header is the widest input's; a file written before
+    a column existed (its columns a subset of it: one framework's checks rerun after an
+    upgrade) leaves that column empty; any other difference is refused, naming the file."""
     if not paths:
         raise ValueError("merge_csv needs at least one input CSV")
     if systems is not None and len(systems) != len(paths):
         raise ValueError(f"{len(systems)} systems for {len(paths)} check files")
-    header: list[str] | None = None
-    data: list[list[str]] = []
-    for index, path in enumerate(paths):
+    tables = []
+    for path in paths:
         with open(path, newline="") as handle:
             rows = list(csv.reader(handle))
         if not rows:
             raise ValueError(f"{path} is empty: not even a header")
-        if header is None:
-            header = rows[0]
-        elif rows[0] != header:
-            raise ValueError(f"{path} has columns {rows[0]}, expected {header}")
+        tables.append(rows)
+    header = max((rows[0] for rows in tables), key=len)
+    data: list[list[str]] = []
+    for index, (path, rows) in enumerate(zip(paths, tables, strict=True)):
+        if not set(rows[0]) <= set(header):
+            raise ValueError(f"{path} has columns {rows[0]}, not a subset of {header}")
         prefix = [systems[index]] if systems is not None else []
-        data.extend(prefix + row for row in rows[1:])
+        for row in rows[1:]:
+            by_name = dict(zip(rows[0], row, strict=False))
+            data.append(prefix + [by_name.get(column, "") for column in header])
 
     with atomic_open(out, newline="") as handle:
         writer = csv.writer(handle)

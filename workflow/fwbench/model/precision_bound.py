@@ -25,10 +25,11 @@ A quantized model (int8, int8_static) rounds differently: each operand of an int
 of at most s/2 per value, and the product is exact in int32; a static model also rounds each
 product's output and the other ops' outputs it keeps in 8 bits (a data move's output on its
 input's grid rounds nothing: `moves_data`). An activation beyond its calibrated range is
-clipped, an error this bound does not cover: the check's error shows it. Relative to the
+clipped, an error this bound does not cover: the check's error shows it, and the check counts
+the stored activations at a limit of their integer range (`Roundings.saturated`). Relative to the
 operand's rms the rounding is c = (s/2) / rms = 1 / (2·rms(q − zero point)) for the integers q
 it was rounded to, read from the artifact's weights and, for activations, from the quantized
-values at the check's input (fwbench.runtimes' quantization_steps). With the same model
+values at the check's input (fwbench.runtimes' quantization_roundings). With the same model
 (independent, mean-zero errors, gain at most 1), Hoeffding's inequality over the K roundings
 gives λ·√(Σ c²), the same form as λ·u·√R with u the roundings' rms c. Operators left in
 float32 add nothing measurable. Over many roundings (a transformer's or an unrolled
@@ -39,7 +40,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -126,6 +127,53 @@ def integer_step(q: Any, zero: Any = 0.0, axis: int | None = None) -> float:
     else:
         zero = zero.reshape(()) if zero.size else np.zeros(())
     return rounding_step(values - zero)
+
+
+def saturated(q: Any, zero: Any, low: int, high: int) -> int:
+    """How many of the integers `q` (an activation a static quantization stored in [low, high],
+    zero point `zero`, one) sit at a limit that is not the zero point: clipped at the
+    calibrated range, or within half a step of its edge. A limit at the zero point holds exact
+    zeros (a ReLU's), not clipped values."""
+    values = np.asarray(q, np.int64)
+    points = np.asarray(zero, np.float64).reshape(-1)
+    zero_point = int(points[0]) if points.size else 0
+    limits = [limit for limit in (int(low), int(high)) if limit != zero_point]
+    return int(sum(np.count_nonzero(values == limit) for limit in limits))
+
+
+@dataclass
+class Roundings:
+    """What a quantized model rounds to integers at one input: each rounding's c (the bound's
+    steps, `quantization_bound`), and over the activations a static quantization stores (its
+    ranges fixed by calibration) how many values sat at a limit of their integer range
+    (`saturated`) of how many were stored (`stored`): the clipping the bound does not cover.
+    A dynamic quantization takes each range from the call itself and stores none (0 of 0)."""
+
+    steps: list[float] = field(default_factory=list)
+    saturated: int = 0
+    stored: int = 0
+
+    def weight(self, q: Any, zero: Any = 0.0, axis: int | None = None) -> None:
+        """A weight (or a dynamic quantization's operand) rounded to `q`: its step only."""
+        self.steps.append(integer_step(q, zero, axis))
+
+    def activation(self, q: Any, zero: Any, low: int, high: int) -> None:
+        """A static quantization's stored activation `q` in [low, high]: its step, and its
+        values at a limit."""
+        values = np.asarray(q)  # numpy's, or a framework's tensor
+        self.steps.append(integer_step(values, zero))
+        self.saturated += saturated(values, zero, low, high)
+        self.stored += int(values.size)
+
+    def saturated_share(self) -> float:
+        """The share of stored activation values at a limit; NaN where none was stored."""
+        return self.saturated / self.stored if self.stored else math.nan
+
+
+def integer_limits(dtype: Any) -> tuple[int, int]:
+    """The range of an integer dtype (numpy's name or object: uint8, int8)."""
+    info = np.iinfo(np.dtype(dtype))
+    return int(info.min), int(info.max)
 
 
 def quantization_bound(steps: Sequence[float], outputs: int) -> Bound:

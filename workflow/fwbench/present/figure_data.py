@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 import xarray as xr
 
@@ -112,7 +113,9 @@ def precision_accuracy(
     rows: pd.DataFrame | None, system: str | None, precision: str
 ) -> pd.DataFrame | None:
     """The equivalence rows of `system` (every row where the file has no systems) in
-    `precision`, with `passed` as a bool; None where the file holds no such rows."""
+    `precision`, with `passed` as a bool and `saturated_share` (a static quantization's stored
+    activation values at a limit of their range, of those stored; NaN where none was stored or
+    the file predates the count); None where the file holds no such rows."""
     if rows is None or "precision" not in rows:
         return None
     rows = rows[rows["precision"] == precision]
@@ -120,7 +123,16 @@ def precision_accuracy(
         rows = rows[rows["system"] == system]
     if rows.empty:
         return None
-    return rows.assign(passed=rows["pass"].astype(str).str.lower() == "true")
+    counts = [_numbers(rows, column) for column in ("saturated", "saturated_of")]
+    share = (counts[0] / counts[1].where(counts[1] > 0)).astype(float)
+    return rows.assign(passed=rows["pass"].astype(str).str.lower() == "true", saturated_share=share)
+
+
+def _numbers(rows: pd.DataFrame, column: str) -> pd.Series:
+    """A column as numbers, NaN where it is empty or absent."""
+    if column not in rows:
+        return pd.Series(np.nan, index=rows.index)
+    return pd.to_numeric(rows[column], errors="coerce")
 
 
 def listed(names: Sequence[str], limit: int = 12) -> str:

@@ -8,7 +8,7 @@ from the file itself (each product's operand types, as a FLOP share: LiteRT's Py
 interpreter has no profiler) and its bound's quantization steps from a run of the builtin
 kernels that keeps every tensor: its int8 weights, and the activations the hybrid kernels
 quantize per call (int8) or the int8 tensors its operators write (int8_static)
-(products_precision, quantization_steps).
+(products_precision, quantization_roundings).
 
 The interpreter gets exactly the cell's threads (`num_threads`; LiteRT's own default is 1:
 never relied on) and its default op resolver, which applies the XNNPACK delegate to the float
@@ -32,7 +32,7 @@ from ai_edge_litert.interpreter import Interpreter, OpResolverType
 from fwbench.frameworks.kernel_precision import FLOP, KernelPrecision, of_work
 from fwbench.frameworks.protocols import CompileInfo, NullCall
 from fwbench.frameworks.trace import Trace
-from fwbench.model.precision_bound import integer_step, moves_data, rounding_step
+from fwbench.model.precision_bound import Roundings, integer_limits, moves_data, rounding_step
 from fwbench.model.weights import Weights
 from fwbench.precisions import arithmetic_of
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
@@ -85,10 +85,11 @@ class LiteRTRunner(RuntimeRunner):
         low = arithmetic_of(self.precision)
         return products_precision(self.artifact, prepared, self.threads, low)
 
-    def quantization_steps(self, prepared: np.ndarray) -> list[float]:
+    def quantization_roundings(self, prepared: np.ndarray) -> Roundings:
         """Per rounding to an integer in the model, at this input: half its step over the rms
-        of what it rounded (fwbench.model.precision_bound.quantization_bound)."""
-        return quantization_steps(self.artifact, prepared, self.threads)
+        of what it rounded (fwbench.model.precision_bound.quantization_bound), and the stored
+        activations' values at a limit."""
+        return quantization_roundings(self.artifact, prepared, self.threads)
 
     def compile_info(self) -> CompileInfo:
         return CompileInfo(
@@ -219,7 +220,7 @@ def products_precision(path: str, x: np.ndarray, threads: int, low: str) -> Kern
     return of_work(work, low, FLOP, PRODUCTS_METHOD, casts)
 
 
-def quantization_steps(path: str, x: np.ndarray, threads: int) -> list[float]:
+def quantization_roundings(path: str, x: np.ndarray, threads: int) -> Roundings:
     """For each rounding to int8 in the file at `x` (a run of the builtin kernels that keeps
     every tensor): its largest rounding error relative to its rms, (step/2) / rms(what it
     rounded) = 1 / (2·rms(q − zero point)). Rounded are each product's int8 weight (q read
@@ -227,8 +228,9 @@ def quantization_steps(path: str, x: np.ndarray, threads: int) -> list[float]:
     kernel quantizes per call, divided by the step the kernel takes for each row
     (Product.rows): its range / 255 where the op quantizes asymmetrically, else its largest
     magnitude / 127 (the coarser step); in a full-integer file each int8 tensor an operator
-    writes (q read from the run), but a data move's output on its input's grid, which rounds
-    nothing (model.precision_bound.moves_data)."""
+    writes (q read from the run, its values at a limit of int8 counted: `Roundings.saturated`),
+    but a data move's output on its input's grid, which rounds nothing
+    (model.precision_bound.moves_data)."""
     products, _ = products_of(path)
     interpreter = _builtin_run(path, x, threads)
     tensors = _tensors(interpreter)
@@ -237,35 +239,31 @@ def quantization_steps(path: str, x: np.ndarray, threads: int) -> list[float]:
     def int8(index: int) -> bool:
         return np.dtype(tensors[index]["dtype"]) == np.int8
 
-    def stored(index: int) -> float:
-        value = interpreter.get_tensor(index)
-        return _stored_step(value, tensors[index]["quantization_parameters"])
+    def parameters(index: int) -> dict[str, Any]:
+        return tensors[index]["quantization_parameters"]
 
-    steps = []
+    found = Roundings()
     for product in (p for p in products if int8(p.weight)):
-        steps.append(stored(product.weight))
+        weight = parameters(product.weight)
+        axis = int(weight["quantized_dimension"])
+        found.weight(interpreter.get_tensor(product.weight), weight["zero_points"], axis)
         if not int8(product.input):  # a hybrid kernel rounds its float input per call
             rows = product.rows(interpreter.get_tensor(product.input), shapes)
-            steps.append(_dynamic_step(rows, product.asymmetric))
+            found.steps.append(_dynamic_step(rows, product.asymmetric))
     for op, operator in operators_of(path):
         for output in (int(i) for i in operator.outputs if int8(int(i))):
             if not (moves_data(op) and _same_grid(tensors, int(operator.inputs[0]), output)):
-                steps.append(stored(output))
-    if not steps:
+                zero = parameters(output)["zero_points"]
+                found.activation(interpreter.get_tensor(output), zero, *integer_limits(np.int8))
+    if not found.steps:
         raise RuntimeError(f"{path} rounds no value to int8: nothing to bound")
-    return steps
+    return found
 
 
 def _same_grid(tensors: dict[int, dict[str, Any]], a: int, b: int) -> bool:
     """Whether two tensors hold values on one grid: the same scales and zero points."""
     first, second = (tensors[i]["quantization_parameters"] for i in (a, b))
     return all(np.array_equal(first[key], second[key]) for key in ("scales", "zero_points"))
-
-
-def _stored_step(q: np.ndarray, parameters: dict[str, Any]) -> float:
-    """A stored int8 tensor's c, its zero points per channel of its quantized dimension."""
-    axis = int(parameters["quantized_dimension"])
-    return integer_step(q, parameters["zero_points"], axis)
 
 
 def _dynamic_step(rows: np.ndarray, asymmetric: bool) -> float:

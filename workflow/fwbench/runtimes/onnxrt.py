@@ -60,7 +60,7 @@ from fwbench.frameworks.kernel_precision import (
 )
 from fwbench.frameworks.protocols import CompileInfo, Exported, NullCall
 from fwbench.frameworks.trace import Trace, nested
-from fwbench.model.precision_bound import integer_step, moves_data
+from fwbench.model.precision_bound import Roundings, integer_limits, moves_data
 from fwbench.model.weights import Weights
 from fwbench.precisions import arithmetic_of
 from fwbench.runtimes.base import RuntimeAdapter, RuntimeRunner
@@ -222,10 +222,11 @@ class OrtRunner(RuntimeRunner):
         low = arithmetic_of(self.precision)
         return kernel_precision_of(events, low, KERNEL_PRECISION_CALLS)
 
-    def quantization_steps(self, prepared: dict[str, Any]) -> list[float]:
+    def quantization_roundings(self, prepared: dict[str, Any]) -> Roundings:
         """Per rounding to an integer in the model, at this input: half its step over the rms
-        of what it rounded (fwbench.model.precision_bound.quantization_bound)."""
-        return quantization_steps(self.artifact, prepared, self.threads)
+        of what it rounded (fwbench.model.precision_bound.quantization_bound), and the stored
+        activations' values at a limit."""
+        return quantization_roundings(self.artifact, prepared, self.threads)
 
     def compile_info(self) -> CompileInfo:
         return CompileInfo(
@@ -381,6 +382,14 @@ def quantize(
     return Exported(target, how, details)
 
 
+def logits_of(path: str, threads: int) -> Callable[[np.ndarray], np.ndarray]:
+    """A model file's first output for a float32 batch, on the CPU on `threads` (untimed: a
+    trained model's evaluation in fwbench.training.run)."""
+    session = _inference_session(path, "cpu", session_options(threads))
+    (given,) = [i.name for i in session.get_inputs()]
+    return lambda x: session.run(None, {given: np.asarray(x, np.float32)})[0]
+
+
 def _quantize_dynamic(model: Any, target: str) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -486,13 +495,14 @@ def _first_input_type(event: dict[str, Any]) -> str:
     return ORT_TYPES.get(name, name)
 
 
-def quantization_steps(model_path: str, feed: dict[str, Any], threads: int) -> list[float]:
+def quantization_roundings(model_path: str, feed: dict[str, Any], threads: int) -> Roundings:
     """For each value a quantized ONNX model rounds to integers (`_roundings`), at `feed`: the
     largest rounding error relative to the value's rms, (step/2) / rms(step·(q − zero
     point)) = 1 / (2·rms(q − zero point)). Weights are read from the model; activations are
     fetched by running it, unoptimized, with them as outputs (the same quantization). A static
     quantization's activation clipped at its calibrated range errs by more than half a step:
-    the check's error, not this bound, shows it."""
+    the check's error, not this bound, shows it, and each QuantizeLinear output's values at a
+    limit of its integer type are counted (`Roundings.saturated`)."""
     import onnx
     from onnx import numpy_helper
 
@@ -501,21 +511,26 @@ def quantization_steps(model_path: str, feed: dict[str, Any], threads: int) -> l
     pairs = _roundings(list(model.graph.node), constants)
     if not pairs:
         raise RuntimeError(f"{model_path} rounds no value to integers: nothing to bound")
-    named = {name for value, zero, _ in pairs for name in (value, zero) if name}
+    named = {name for value, zero, _, _ in pairs for name in (value, zero) if name}
     fetch = sorted(named - set(constants))
     values = constants | _fetched(model, fetch, feed, threads)
-    steps = []
-    for value, zero, axis in pairs:
-        steps.append(integer_step(values[value], values[zero] if zero else 0.0, axis))
-    return steps
+    found = Roundings()
+    for value, zero, axis, stored in pairs:
+        point = values[zero] if zero else 0.0
+        if stored:
+            found.activation(values[value], point, *integer_limits(values[value].dtype))
+        else:
+            found.weight(values[value], point, axis)
+    return found
 
 
 def _roundings(nodes: list[Any], constants: dict[str, np.ndarray]) -> list[tuple]:
     """Each value a quantized model rounds to integers: (the rounded value, its zero point or
-    '', the axis a per-channel zero point runs along). A dynamic quantization's integer product
-    rounds its two operands (A, B, a_zero_point, b_zero_point); a static QDQ model rounds each
-    weight (a DequantizeLinear of a constant) and each activation (a QuantizeLinear's output,
-    `axis` default 1), less the requantizations that round nothing (`_requantizes`)."""
+    '', the axis a per-channel zero point runs along, whether it is an activation stored at a
+    calibrated range). A dynamic quantization's integer product rounds its two operands (A, B,
+    a_zero_point, b_zero_point); a static QDQ model rounds each weight (a DequantizeLinear of a
+    constant) and each activation (a QuantizeLinear's output, `axis` default 1, stored), less
+    the requantizations that round nothing (`_requantizes`)."""
     made = {output: node for node in nodes for output in node.output}
     found = []
     for node in nodes:
@@ -523,11 +538,12 @@ def _roundings(nodes: list[Any], constants: dict[str, np.ndarray]) -> list[tuple
         axis = next((a.i for a in node.attribute if a.name == "axis"), 1)
         if node.op_type in ("MatMulInteger", "ConvInteger"):
             conv = node.op_type == "ConvInteger"
-            found += [(inputs[0], inputs[2], None), (inputs[1], inputs[3], 0 if conv else -1)]
+            operands = [(inputs[0], inputs[2], None), (inputs[1], inputs[3], 0 if conv else -1)]
+            found += [(value, zero, axis_of, False) for value, zero, axis_of in operands]
         elif node.op_type == "DequantizeLinear" and inputs[0] in constants:
-            found.append((inputs[0], inputs[2], axis))
+            found.append((inputs[0], inputs[2], axis, False))
         elif node.op_type == "QuantizeLinear" and not _requantizes(node, made, constants):
-            found.append((node.output[0], inputs[2], axis))
+            found.append((node.output[0], inputs[2], axis, True))
     return found
 
 

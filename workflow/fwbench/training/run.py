@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import json
 import os
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -25,11 +26,11 @@ import xarray as xr
 from fwbench import provenance
 from fwbench.frameworks import check_framework_mode, is_export_mode, load
 from fwbench.frameworks.cache_dirs import cold_training_dirs
-from fwbench.frameworks.protocols import Trainer, TrainingAdapter
+from fwbench.frameworks.protocols import Exported, Predictor, Trainer, TrainingAdapter
 from fwbench.host.contention import OtherCpu
 from fwbench.host.harness import peak_rss_bytes
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
-from fwbench.io.train_file import EVALUATED_IN, RunRecord, evaluated_in
+from fwbench.io.train_file import EVALUATED_IN, RunRecord, evaluated_in, evaluation_parts
 from fwbench.model import resnet
 from fwbench.precisions import FLOAT32
 from fwbench.training import data as datasets
@@ -308,29 +309,63 @@ def _record_evaluated_in(
 ) -> None:
     """The trained model's validation accuracy in each of EVALUATED_IN as the framework's
     cells run it (train_file.evaluated_in names the variable), after the timed epochs; a
-    quantization calibrates on the first CALIBRATION_BATCHES batches of the training split. A
-    precision the framework does not run, or one that fails, is recorded with its reason."""
+    quantization calibrates on the first CALIBRATION_BATCHES batches of the training split. An
+    evaluation the framework does not run, or one that fails, is recorded with its reason."""
     calibration = datasets.to_layout(data.x_train[: CALIBRATION_BATCHES * batch_size], layout)
     batches = [calibration[i : i + batch_size] for i in range(0, len(calibration), batch_size)]
     x_val = datasets.to_layout(data.x_val, layout)
-    outcome, details = {}, {}
-    for precision in EVALUATED_IN:
-        try:
-            predict, details[precision] = trainer.predict_in(precision, batches)
-            accuracy_in = _evaluate(predict, x_val, data.y_val, batch_size)
-        except NotImplementedError as error:
-            outcome[precision] = f"not run: {error}"
-        except Exception as error:  # a failed quantization is recorded, never a crash
-            outcome[precision] = f"failed: {type(error).__name__}: {error}"
-        else:
-            record.scalars[evaluated_in(precision)] = accuracy_in
-            outcome[precision] = STATUS_OK
+    outcome, details, seconds = {}, {}, {}
+    with tempfile.TemporaryDirectory(prefix="fwbench-trained-") as directory:
+        onnx = _OnnxExport(trainer, os.path.join(directory, "trained"), batches[0])
+        for evaluation in EVALUATED_IN:
+            precision, in_onnxrt = evaluation_parts(evaluation)
+            start = time.perf_counter()
+            try:
+                predict, details[evaluation] = (
+                    onnx.quantized(precision, batches)
+                    if in_onnxrt
+                    else trainer.predict_in(precision, batches)
+                )
+                accuracy_in = _evaluate(predict, x_val, data.y_val, batch_size)
+            except NotImplementedError as error:
+                outcome[evaluation] = f"not run: {error}"
+            except Exception as error:  # a failed quantization is recorded, never a crash
+                outcome[evaluation] = f"failed: {type(error).__name__}: {error}"
+            else:
+                record.scalars[evaluated_in(evaluation)] = accuracy_in
+                outcome[evaluation] = STATUS_OK
+            seconds[evaluation] = time.perf_counter() - start
     record.attrs |= {
         "evaluated_in": outcome,
         "evaluated_in_details": details,
+        "evaluated_in_s": seconds,
         "evaluated_in_calibration": f"the training split's first {len(batches)} batches of "
         f"{batch_size}",
     }
+
+
+class _OnnxExport:
+    """The trained model as its framework's onnxrt cells run it: its ONNX export (made once,
+    on first use, into `stem`.onnx) quantized by ONNX Runtime as those cells' artifacts are
+    (fwbench.runtimes.onnxrt.quantize), run by an ONNX Runtime session on one thread."""
+
+    def __init__(self, trainer: Trainer, stem: str, example: np.ndarray):
+        self._trainer, self._stem, self._example = trainer, stem, example
+        self._exported: Exported | None = None
+
+    def quantized(self, precision: str, calibration: list[np.ndarray]) -> Predictor:
+        if self._exported is None:  # raises NotImplementedError for a framework without one
+            self._exported = self._trainer.onnx_export(self._stem + ".onnx", self._example)
+        from fwbench.runtimes import onnxrt  # in the env of every framework with onnxrt cells
+
+        start = time.perf_counter()
+        quantized = onnxrt.quantize(self._exported, precision, self._stem, calibration)
+        details = quantized.details["quantization"] | {
+            "exported_by": self._exported.how,
+            "quantize_s": time.perf_counter() - start,
+            "runtime": "onnxruntime.InferenceSession, CPUExecutionProvider, 1 thread",
+        }
+        return onnxrt.logits_of(quantized.file, threads=1), details
 
 
 def _evaluate(

@@ -19,7 +19,7 @@ import optax
 from jax import lax
 
 from fwbench.frameworks import check_framework_mode
-from fwbench.frameworks.protocols import CompileInfo, Predictor, TrainOptions
+from fwbench.frameworks.protocols import CompileInfo, Exported, Predictor, TrainOptions
 from fwbench.model.optimizer import SGDConfig
 from fwbench.model.resnet import Conv, ResNetSpec, is_trainable
 from fwbench.model.weights import Weights
@@ -191,6 +191,9 @@ class JaxTrainer:
             return np.asarray(run(*cast, x)).astype(np.float32)
 
         return logits, {}
+
+    def onnx_export(self, path: str, example: np.ndarray) -> Exported:
+        raise NotImplementedError("jax exports no ONNX model (its cells run no onnxrt mode)")
 
     def compile_info(self) -> CompileInfo:
         if self.mode != "jit":

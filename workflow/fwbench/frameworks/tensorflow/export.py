@@ -109,9 +109,15 @@ def litert_model(forward: Any, precision: str, calibration: list[np.ndarray]) ->
 
 
 def _onnxrt(spec: ArchSpec, weights: Weights, path: str, precision: str) -> dict[str, Any]:
+    forward, signature = _function(spec, weights, precision)
+    return onnx_file(forward, signature, path)
+
+
+def onnx_file(forward: Any, signature: tf.TensorSpec, path: str) -> dict[str, Any]:
+    """A tf.function `forward` of input `signature` as an ONNX file at `path` (tf2onnx): the
+    onnxrt cells' export, and the trained model's (frameworks.tensorflow.train)."""
     import tf2onnx
 
-    forward, signature = _function(spec, weights, precision)
     tf2onnx.convert.from_function(
         forward, input_signature=[signature], opset=OPSET, output_path=path
     )

@@ -25,12 +25,12 @@ from typing import Any
 import numpy as np
 
 from fwbench.frameworks import check_framework_mode
-from fwbench.frameworks.protocols import CompileInfo, Predictor, TrainOptions
+from fwbench.frameworks.protocols import CompileInfo, Exported, Predictor, TrainOptions
 from fwbench.frameworks.tensorflow.models import tf
 from fwbench.model.optimizer import SGDConfig
 from fwbench.model.resnet import Conv, ResNetSpec, is_trainable
 from fwbench.model.weights import Weights
-from fwbench.precisions import BFLOAT16, INT8_STATIC
+from fwbench.precisions import BFLOAT16, INT8, INT8_STATIC
 
 INPUT_LAYOUT = "NHWC"
 BFLOAT16_POLICY = (
@@ -168,10 +168,11 @@ class TensorFlowTrainer:
     def predict_in(self, precision: str, calibration: list[np.ndarray]) -> Predictor:
         """The trained model in `precision` as TensorFlow's cells run it: bfloat16 as Keras's
         `bfloat16` policy (variables and compute in bfloat16), in this trainer's mode;
-        int8_static as the litert cells, LiteRT's full-integer quantization calibrated on
-        `calibration`, run by TensorFlow's own TFLite interpreter on one thread."""
-        if precision == INT8_STATIC:
-            return self._litert_int8(calibration)
+        int8 and int8_static as the litert cells, LiteRT's dynamic-range and full-integer
+        quantization (the latter calibrated on `calibration`), run by TensorFlow's own TFLite
+        interpreter on one thread."""
+        if precision in (INT8, INT8_STATIC):
+            return self._litert_int8(precision, calibration)
         if precision != BFLOAT16:
             raise NotImplementedError(f"tensorflow runs no trained model in {precision}")
         weights = {
@@ -187,20 +188,37 @@ class TensorFlowTrainer:
 
         return logits, {}
 
-    def _litert_int8(self, calibration: list[np.ndarray]) -> Predictor:
+    def _litert_int8(self, precision: str, calibration: list[np.ndarray]) -> Predictor:
         from fwbench.frameworks.tensorflow.export import LITERT_OPTIMIZATIONS, litert_model
 
-        signature = tf.TensorSpec((None, *calibration[0].shape[1:]), tf.float32, name="x")
-        forward = tf.function(lambda x: self.model(x, training=False), input_signature=[signature])
+        forward, _ = self._inference_function(calibration[0])
         start = time.perf_counter()
-        content = litert_model(forward, INT8_STATIC, calibration)
+        content = litert_model(forward, precision, calibration)
         details = {
             "converter": "tf.lite.TFLiteConverter.from_concrete_functions",
-            "optimizations": LITERT_OPTIMIZATIONS[INT8_STATIC],
+            "optimizations": LITERT_OPTIMIZATIONS[precision],
             "quantize_s": time.perf_counter() - start,
             "runtime": "tf.lite.Interpreter, 1 thread",
         }
         return _tflite_logits(content), details
+
+    def _inference_function(self, example: np.ndarray) -> tuple[Any, Any]:
+        """The trained model's float32 forward in inference mode as a tf.function over a
+        dynamic batch of `example`'s shape (INPUT_LAYOUT), and its input signature."""
+        signature = tf.TensorSpec((None, *example.shape[1:]), tf.float32, name="x")
+        forward = tf.function(lambda x: self.model(x, training=False), input_signature=[signature])
+        return forward, signature
+
+    def onnx_export(self, path: str, example: np.ndarray) -> Exported:
+        """The trained model, float32, as the onnxrt cells export theirs (tf2onnx:
+        frameworks.tensorflow.export.onnx_file)."""
+        from fwbench.frameworks.tensorflow.export import onnx_file
+
+        forward, signature = self._inference_function(example)
+        start = time.perf_counter()
+        details = onnx_file(forward, signature, path)
+        how = "tf2onnx.convert.from_function(the trained model, inference mode, dynamic batch)"
+        return Exported(path, how, details | {"export_s": time.perf_counter() - start})
 
     def compile_info(self) -> CompileInfo:
         if self.mode == "eager":

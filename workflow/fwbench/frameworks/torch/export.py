@@ -61,7 +61,7 @@ def export(
     if precision == INT8_STATIC:  # the converted module is what aoti packages
         module, quantized = pt2e(module, calibration or [])
     if mode == "onnxrt":
-        exported = _onnx(module, example, batch, stem + SUFFIXES[mode])
+        exported = onnx_export(module, example, stem + SUFFIXES[mode])
     else:
         exported = _aoti(module, example, batch, stem + SUFFIXES[mode], device)
     details = exported.details | {"precision": precision}
@@ -73,7 +73,10 @@ def export(
     return replace(exported, details=details)
 
 
-def _onnx(module: torch.nn.Module, example: torch.Tensor, batch: Any, path: str) -> Exported:
+def onnx_export(module: torch.nn.Module, example: torch.Tensor, path: str) -> Exported:
+    """`module` (in eval mode) as an ONNX file at `path`, by torch's dynamo exporter with a
+    dynamic batch: the onnxrt cells' export, and the trained model's (frameworks.torch.train)."""
+    batch = torch.export.Dim("batch", min=1)
     with torch.no_grad():
         start = time.perf_counter()
         program = torch.onnx.export(
@@ -93,7 +96,7 @@ def _onnx(module: torch.nn.Module, example: torch.Tensor, batch: Any, path: str)
         details={
             "dynamic": "batch (dim 0, min 1)",
             "torch": torch.__version__,
-            "example_batch": EXAMPLE_BATCH,
+            "example_batch": int(example.shape[0]),
             "opset": _opset(program),
             "export_s": exported - start,
         },
@@ -127,7 +130,7 @@ def _aoti(
             "inductor_configs": configs,
             "dynamic": "batch (dim 0, min 1)",
             "torch": torch.__version__,
-            "example_batch": EXAMPLE_BATCH,
+            "example_batch": int(example.shape[0]),
             "graph_nodes": sum(1 for _ in program.graph.nodes),
             "trace_s": traced - start,
             "compile_s": compiled - traced,

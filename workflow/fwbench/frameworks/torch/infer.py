@@ -37,6 +37,7 @@ from fwbench.frameworks.torch.compile_info import (
 )
 from fwbench.frameworks.torch.models import DTYPES, build_module
 from fwbench.frameworks.trace import Trace
+from fwbench.model.precision_bound import Roundings
 from fwbench.model.specs import ArchSpec
 from fwbench.model.weights import Weights
 from fwbench.precisions import QUANTIZED, arithmetic_of
@@ -248,8 +249,9 @@ class TorchRunner(BaseRunner):
         )
         return replace(found, notes=(*found.notes, unseen))
 
-    def quantization_steps(self, prepared: torch.Tensor) -> list[float]:
-        """Per rounding to an integer at this input (model.precision_bound.quantization_bound),
+    def quantization_roundings(self, prepared: torch.Tensor) -> Roundings:
+        """Per rounding to an integer at this input (model.precision_bound.quantization_bound,
+        and the stored activations' values at a limit),
         from the converted module run (frameworks.torch.quantize): a compiled cell's own; an
         AOTInductor package's constants cannot be read back, so for aoti the PT2E quantization
         is redone from the same weights and calibration set (its ranges equal up to float
@@ -262,7 +264,7 @@ class TorchRunner(BaseRunner):
             converted, _ = _pt2e_of(self.spec, self._weights, torch.device("cpu"))
         else:  # compiled: the converted module the cell compiled
             converted = self.module
-        return quantize.quantization_steps(converted, prepared.cpu())
+        return quantize.quantization_roundings(converted, prepared.cpu())
 
     def counter_flops(self, prepared: torch.Tensor) -> tuple[float | None, str]:
         """FlopCounterMode over one eager call (the counter cannot see into compiled kernels).

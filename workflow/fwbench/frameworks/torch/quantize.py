@@ -11,10 +11,11 @@ each product, which inductor (with freezing) lowers to oneDNN's integer kernels
 (qlinear_pointwise, qconv_pointwise). The aoti export packages the converted program
 (frameworks.torch.export).
 
-`quantization_steps` reads every rounding of a converted module at an input (what
-model.precision_bound.quantization_bound needs): the AOTInductor package's constants cannot be
-read back, so the checks job redoes the quantization from the same weights and calibration
-set (its observers' ranges equal up to float summation order).
+`quantization_roundings` reads every rounding of a converted module at an input (what
+model.precision_bound.quantization_bound needs, and the stored activations at a limit): the
+AOTInductor package's constants cannot be read back, so the checks job redoes the
+quantization from the same weights and calibration set (its observers' ranges equal up to
+float summation order).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from fwbench.model.precision_bound import integer_step, moves_data
+from fwbench.model.precision_bound import Roundings, moves_data
 
 SETTINGS = {
     "method": "torchao PT2E: prepare_pt2e, calibration, convert_pt2e",
@@ -104,24 +105,25 @@ _DEQUANTIZE_WEIGHT = (
 )
 
 
-def quantization_steps(converted: torch.fx.GraphModule, x: torch.Tensor) -> list[float]:
+def quantization_roundings(converted: torch.fx.GraphModule, x: torch.Tensor) -> Roundings:
     """c of each rounding of a converted module at `x`: each activation's quantize_per_tensor
-    (its output less its zero point) but a requantization after a data move
-    (`_requantizes`), and each weight's stored int8 (a dequantize of a constant, per channel
-    along its axis)."""
+    (its output less its zero point; its values at quant_min or quant_max counted) but a
+    requantization after a data move (`_requantizes`), and each weight's stored int8 (a
+    dequantize of a constant, per channel along its axis)."""
     values = _run_keeping_values(converted, x)
-    steps = []
+    found = Roundings()
     for node in converted.graph.nodes:
         if str(node.target) == _QUANTIZE and not _requantizes(node):
-            steps.append(integer_step(values[node.name], node.args[2]))
+            _, _, zero, low, high = node.args[:5]  # (x, scale, zero point, quant_min, quant_max)
+            found.activation(values[node.name], zero, low, high)
         elif str(node.target) in _DEQUANTIZE_WEIGHT and node.args[0].op == "get_attr":
             q, zero = values[node.args[0].name], values.get(getattr(node.args[2], "name", ""))
             zero = node.args[2] if zero is None else zero
             axis = node.args[3] if str(node.target) == _DEQUANTIZE_WEIGHT[0] else None
-            steps.append(integer_step(q, zero, axis))
-    if not steps:
+            found.weight(q, zero, axis)
+    if not found.steps:
         raise RuntimeError("the converted module rounds no value to integers: nothing to bound")
-    return steps
+    return found
 
 
 def _requantizes(node: torch.fx.Node) -> bool:

@@ -20,8 +20,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from fwbench.frameworks import check_framework_mode
-from fwbench.frameworks.protocols import CompileInfo, Predictor, TrainOptions
+from fwbench.frameworks.protocols import CompileInfo, Exported, Predictor, TrainOptions
 from fwbench.frameworks.torch.compile_info import compile_info_since, counter_snapshot
+from fwbench.frameworks.torch.export import onnx_export
 from fwbench.frameworks.torch.quantize import pt2e
 from fwbench.model.optimizer import SGDConfig
 from fwbench.model.resnet import Conv, ResNetSpec
@@ -214,13 +215,22 @@ class TorchTrainer:
         elif precision == BFLOAT16:
             model = model.to(dtype)
         else:
-            raise NotImplementedError(f"torch runs no trained model in {precision}")
+            raise NotImplementedError(
+                f"torch's own modes run no {precision} (its {precision} cells run in ONNX "
+                f"Runtime: {precision}_onnxrt)"
+            )
 
         @torch.no_grad()
         def logits(images: np.ndarray) -> np.ndarray:
             return model(self._to_device(images, dtype)).float().cpu().numpy()
 
         return logits, details
+
+    def onnx_export(self, path: str, example: np.ndarray) -> Exported:
+        """The trained model, float32 and in eval mode on the CPU, as the onnxrt cells export
+        theirs (frameworks.torch.export.onnx_export), `example` a batch in INPUT_LAYOUT."""
+        model = copy.deepcopy(self.model).eval().to("cpu", torch.float32)
+        return onnx_export(model, torch.from_numpy(np.asarray(example, np.float32)), path)
 
     def compile_info(self) -> CompileInfo:
         """From dynamo's counters since build (compile_info_since); raises before the first

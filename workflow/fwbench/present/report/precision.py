@@ -62,7 +62,9 @@ INTRO = (
     "between processes: the `method` column says which). Accuracy: the largest "
     "error against the float64 reference at the check batch, normwise, beside the model's "
     "rounding-error bound (for int8 and int8_static, from the artifact's own quantization "
-    "scales; Cross-checks)."
+    "scales; Cross-checks); for int8_static, the share of the activation values it stored "
+    "that sat at a limit of their integer range (clipped at the calibrated range, an error "
+    "the bound does not cover, or within half a step of its edge)."
 )
 
 
@@ -168,11 +170,18 @@ def _accuracy_table(rows: pd.DataFrame | None, system: str | None, precision: st
 
 def _accuracy(row: Any) -> str:
     error = f"{significant(row.max_rel_err)} ({significant(row.tolerance)})"
+    if math.isfinite(row.saturated_share):
+        error += f", {_share(row.saturated_share)} at a limit"
     if row.passed:
         return error
     if math.isfinite(float(row.max_rel_err)):
         return f"**beyond its bound**: {error}"
     return "did not run"
+
+
+def _share(value: float) -> str:
+    """A share of stored values: 0% only where none was at a limit."""
+    return "0%" if value == 0 else f"{100 * value:.2g}%"
 
 
 # ---- the findings: does each low precision pay ------------------------------------------
@@ -263,10 +272,25 @@ def _accuracy_finding(rows: pd.DataFrame | None) -> str:
         f"error against float64 {_percent(errors.min())}–{_percent(errors.max())} of the "
         f"output's largest value (bounds {_percent(bounds.min())}–{_percent(bounds.max())})"
     )
+    text += _saturation_finding(ran)
     if beyond.empty:
         return text + ", every one within its bound"
     named = ", ".join(f"{r.framework} {r.mode} `{r.arch}`" for r in beyond.itertuples())
     return text + f", **beyond its bound: {named}**"
+
+
+def _saturation_finding(rows: pd.DataFrame) -> str:
+    """Where a static quantization stored activations: the most of them at a limit of their
+    range (clipped at the calibrated range, which the bound does not cover), and where."""
+    counted = rows[rows["saturated_share"].notna()]
+    if counted.empty:
+        return ""
+    top = counted.loc[counted["saturated_share"].idxmax()]
+    where = f" ({top.framework} {top.mode} `{top.arch}`)" if top.saturated_share > 0 else ""
+    return (
+        f"; stored activations at a limit of their calibrated range: at most "
+        f"{_share(top.saturated_share)}{where}"
+    )
 
 
 def _percent(value: float) -> str:

@@ -12,6 +12,7 @@ import pandas as pd
 import xarray as xr
 
 from fwbench.io.dims import STATUS_ABSENT, STATUS_OK
+from fwbench.io.train_file import evaluation_parts
 from fwbench.present.format import MISSING, fixed, percent, times
 from fwbench.present.report.context import ReportContext
 from fwbench.present.report.markdown import frame_table, table
@@ -89,8 +90,14 @@ def _run_labels(row: pd.Series) -> list[str]:
     return [
         f"{row['framework']}/{row['mode']}",
         f"{row['model']}/{row['dataset']}",
-        row["precision"],
+        _evaluation_label(row["precision"]),
     ]
+
+
+def _evaluation_label(evaluation: str) -> str:
+    """A precision, or an evaluation of train_file.EVALUATED_IN: 'int8 (ONNX Runtime)'."""
+    precision, in_onnxrt = evaluation_parts(evaluation)
+    return f"{precision} (ONNX Runtime)" if in_onnxrt else precision
 
 
 def precision_table(train: xr.Dataset) -> str:
@@ -137,36 +144,49 @@ def precision_table(train: xr.Dataset) -> str:
 
 def evaluated_table(train: xr.Dataset) -> str:
     """Each float32 run's trained model evaluated as the framework's cells run each lower
-    precision, its accuracy against float32's and MLPerf's bar. Empty without such a run."""
+    precision: a row per run, a column per evaluation any run made (train_file.EVALUATED_IN),
+    each its accuracy and that as a share of float32's against MLPerf's bar. Empty without
+    such a run."""
     paired = _paired(train, evaluated_against_float32)
     if paired.empty:
         return ""
-    rows = [
-        [
-            *_run_labels(row),
-            fixed(row["final_val_accuracy"], 100.0, 1),
-            fixed(row["accuracy"], 100.0, 1),
-            _accuracy(row),
-        ]
-        for _, row in paired.iterrows()
-    ]
-    header = [
-        "trained in float32",
-        "model/data",
-        "evaluated in",
-        "float32 val. accuracy %",
-        "its val. accuracy %",
-        f"accuracy / fp32's (bar {percent(ACCURACY_SHARE_BAR)})",
-    ]
+    made = paired.dropna(subset=["accuracy"])["precision"].unique().tolist()
+    if not made:
+        return ""
+    keys = ["framework", "mode", "model", "dataset"]
+    rows = []
+    for _, run in paired.groupby(keys, sort=False):
+        by_evaluation = {row["precision"]: row for _, row in run.iterrows()}
+        first = run.iloc[0]
+        rows.append(
+            [
+                f"{first['framework']}/{first['mode']}",
+                f"{first['model']}/{first['dataset']}",
+                fixed(first["final_val_accuracy"], 100.0, 1),
+                *(_evaluated(by_evaluation.get(e)) for e in made),
+            ]
+        )
+    header = ["trained in float32", "model/data", "float32 val. accuracy %"]
+    header += [_evaluation_label(e) for e in made]
     note = (
-        "\nThe float32-trained model cast (bfloat16: weights and activations) or quantized "
-        "(int8_static, calibrated on 8 training batches: torch's PT2E run as its "
-        "quantize/dequantize graph, TensorFlow's LiteRT full-integer model in its TFLite "
-        "interpreter) as the framework's cells run that precision, evaluated on the validation "
-        "split after the timed epochs; — where the framework does not run it (the train file's "
-        "`evaluated_in` says why).\n"
+        "\nEach entry: the model's validation accuracy in that precision, and (in brackets) "
+        f"that as a share of float32's against MLPerf's bar ({percent(ACCURACY_SHARE_BAR)}). "
+        "The float32-trained model cast (bfloat16: weights and activations) or quantized "
+        "as the framework's cells run that precision (int8_static calibrated on 8 training "
+        "batches: torch's PT2E run as its quantize/dequantize graph, TensorFlow's LiteRT "
+        "full-integer model in its TFLite interpreter; int8: LiteRT's dynamic-range model; "
+        "ONNX Runtime: its dynamic or static QDQ quantization of the framework's ONNX export, "
+        "as the onnxrt cells), evaluated on the validation split after the timed epochs; — "
+        "where the framework does not run it (the train file's `evaluated_in` says why).\n"
     )
     return "### The trained model in lower precision\n\n" + table(header, rows) + note
+
+
+def _evaluated(row: pd.Series | None) -> str:
+    """'98.9% (99.5%)': an evaluation's accuracy and its share of float32's; — where none."""
+    if row is None or not np.isfinite(row["accuracy"]):
+        return MISSING
+    return f"{fixed(row['accuracy'], 100.0, 1)}% ({_accuracy(row)})"
 
 
 def training_findings(context: ReportContext, system: str | None) -> list[str]:
@@ -188,8 +208,7 @@ def training_findings(context: ReportContext, system: str | None) -> list[str]:
             )
         evaluated = evaluated_against_float32(frame).dropna(subset=["accuracy"])
         if not evaluated.empty:
-            shares = ", ".join(_evaluated_phrase(row) for _, row in evaluated.iterrows())
-            lines.append(f"The float32-trained model in lower precision (Training): {shares}.")
+            lines.append(_evaluated_finding(evaluated))
     return lines
 
 
@@ -205,9 +224,26 @@ def _trained_phrase(row: pd.Series) -> str:
     return f"{label} {times(row['speedup'])} as fast, {accuracy}{_bar_word(row)}"
 
 
+def _evaluated_finding(evaluated: pd.DataFrame) -> str:
+    """How many of the trained models' evaluations keep MLPerf's bar, the range of their
+    shares of float32's accuracy, and each one below it named."""
+    shares = evaluated["accuracy_share"]
+    kept = int(evaluated["meets_bar"].sum())
+    text = (
+        f"The float32-trained model in lower precision (Training): {kept} of {len(evaluated)} "
+        f"evaluations keep {percent(ACCURACY_SHARE_BAR)} of float32's accuracy (shares "
+        f"{_share(shares.min())}–{_share(shares.max())})"
+    )
+    below = evaluated[~evaluated["meets_bar"]]
+    if below.empty:
+        return text + "."
+    named = ", ".join(_evaluated_phrase(row) for _, row in below.iterrows())
+    return text + f"; below the bar: {named}."
+
+
 def _evaluated_phrase(row: pd.Series) -> str:
-    label = f"{row['framework']}/{row['mode']} as {row['precision']}"
-    return f"{label} {_share(row['accuracy_share'])}{_bar_word(row)}"
+    label = f"{row['framework']}/{row['mode']} as {_evaluation_label(row['precision'])}"
+    return f"{label} {_share(row['accuracy_share'])}"
 
 
 def training_section(context: ReportContext) -> str:
