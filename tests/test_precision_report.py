@@ -190,3 +190,29 @@ def test_the_precision_figure_says_when_no_cell_ran_below_float32(tmp_path):
     stats = _float32_only(tmp_path)
     figure = draw_precision(FigureInputs(StatsView(stats)))
     assert "No cell ran in a precision below float32" in figure.axes[0].texts[0].get_text()
+
+
+def test_a_static_quantizations_saturated_activations_show_beside_its_error():
+    """The check rows' counts of stored activation values at a limit: each int8_static
+    entry's share, and the largest named in the findings; a dynamic row (0 of 0) shows none."""
+    from fwbench.present.report import precision as report
+
+    rows = pd.DataFrame(
+        {
+            "arch": ["mlp", "cnn", "mlp"],
+            "framework": ["torch", "torch", "tensorflow"],
+            "mode": ["onnxrt", "onnxrt", "litert"],
+            "precision": ["int8_static"] * 3,
+            "max_rel_err": [0.01, 0.02, 0.03],
+            "tolerance": [0.05, 0.05, 0.05],
+            "saturated": [0, 30, ""],  # the last from a file written before the count
+            "saturated_of": [1000, 1000, ""],
+            "pass": [True, True, True],
+        }
+    )
+    table = report._accuracy_table(rows, None, "int8_static")
+    assert "| torch onnxrt | 0.01 (0.05), 0% at a limit | 0.02 (0.05), 3% at a limit |" in table
+    assert "| tensorflow litert | 0.03 (0.05) |" in table
+    finding = report._accuracy_finding(report.precision_accuracy(rows, None, "int8_static"))
+    assert "stored activations at a limit of their calibrated range: at most 3% " in finding
+    assert "(torch onnxrt `cnn`)" in finding and finding.endswith("every one within its bound")

@@ -171,7 +171,7 @@ def _accuracy_table(rows: pd.DataFrame | None, system: str | None, precision: st
 def _accuracy(row: Any) -> str:
     error = f"{significant(row.max_rel_err)} ({significant(row.tolerance)})"
     if math.isfinite(row.saturated_share):
-        error += f", {_share(row.saturated_share)} at a limit"
+        error += f", {_limit_share(row.saturated_share)} at a limit"
     if row.passed:
         return error
     if math.isfinite(float(row.max_rel_err)):
@@ -179,7 +179,7 @@ def _accuracy(row: Any) -> str:
     return "did not run"
 
 
-def _share(value: float) -> str:
+def _limit_share(value: float) -> str:
     """A share of stored values: 0% only where none was at a limit."""
     return "0%" if value == 0 else f"{100 * value:.2g}%"
 
@@ -286,10 +286,11 @@ def _saturation_finding(rows: pd.DataFrame) -> str:
     if counted.empty:
         return ""
     top = counted.loc[counted["saturated_share"].idxmax()]
-    where = f" ({top.framework} {top.mode} `{top.arch}`)" if top.saturated_share > 0 else ""
+    share = float(top["saturated_share"])
+    where = f" ({top['framework']} {top['mode']} `{top['arch']}`)" if share > 0 else ""
     return (
         f"; stored activations at a limit of their calibrated range: at most "
-        f"{_share(top.saturated_share)}{where}"
+        f"{_limit_share(share)}{where}"
     )
 
 
