@@ -25,11 +25,15 @@ from scipy import stats as scipy_stats
 
 from fwbench.io.comparisons_file import DECIDED, FASTER, SLOWER, read_comparisons_table
 
-KEY = ["system", "kind", "arch", "batch", "baseline", "candidate"]
+# A comparison's identity; a comparisons file written before precision was a dimension is
+# float32's.
+KEY = ["system", "kind", "arch", "precision", "batch", "baseline", "candidate"]
 
 
 def _comparisons(results: Path, kind: str | None, batch: int | None) -> pd.DataFrame:
     frame = read_comparisons_table(results / "summary" / "comparisons.csv")
+    if "precision" not in frame.columns:
+        frame = frame.assign(precision="float32")
     if kind:
         frame = frame[frame["kind"] == kind]
     if batch is not None:
@@ -50,6 +54,9 @@ def _quantile(confidence: float, dof_a: float, dof_b: float) -> float:
 
 def agreement(a: pd.DataFrame, b: pd.DataFrame, confidence: float) -> dict[str, float]:
     """The figures of the module text over the comparisons both sweeps made."""
+    for name, frame in (("A", a), ("B", b)):
+        if frame.index.has_duplicates:
+            raise ValueError(f"sweep {name} repeats a comparison of the same key: {KEY}")
     a, b = a.align(b, join="inner", axis=0)
     usable = a["se_log"].notna() & b["se_log"].notna()
     a, b = a[usable], b[usable]

@@ -6,6 +6,7 @@ import importlib.util
 import math
 
 import pandas as pd
+import pytest
 
 from conftest import REPO
 
@@ -15,7 +16,7 @@ sweep_agreement = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(sweep_agreement)
 
 
-def sweep(rows: list[tuple[str, float, float, str]]) -> pd.DataFrame:
+def sweep(rows: list[tuple[str, float, float, str]], precision: str = "float32") -> pd.DataFrame:
     """(arch, speedup, se_log, verdict) per comparison of one sweep."""
     frame = pd.DataFrame(
         [
@@ -23,6 +24,7 @@ def sweep(rows: list[tuple[str, float, float, str]]) -> pd.DataFrame:
                 "system": "local",
                 "kind": "winner",
                 "arch": arch,
+                "precision": precision,
                 "batch": 32,
                 "baseline": "jax/jit",
                 "candidate": "torch/compiled",
@@ -66,3 +68,17 @@ def test_agreement_tests_the_difference_and_counts_reversals():
     assert "3 comparisons, 3 decided (100%), median CI half-width 2.0%" in sweep_agreement.report(
         "A", a
     )
+
+
+def test_the_same_pair_in_two_precisions_is_two_comparisons():
+    """bfloat16's jax/jit against torch/compiled is not float32's: keyed apart, never paired
+    across precisions; a file that repeats a key is refused."""
+    a = pd.concat(
+        [sweep([("mlp", 1.2, 0.02, "faster")]), sweep([("mlp", 2.0, 0.02, "faster")], "bfloat16")]
+    )
+    b = pd.concat(
+        [sweep([("mlp", 1.2, 0.02, "faster")]), sweep([("mlp", 2.0, 0.02, "faster")], "bfloat16")]
+    )
+    assert sweep_agreement.agreement(a, b, 0.95)["shared"] == 2
+    with pytest.raises(ValueError, match="repeats a comparison"):
+        sweep_agreement.agreement(pd.concat([a, a]), b, 0.95)
