@@ -300,3 +300,20 @@ def test_the_findings_say_what_lower_precision_did_to_training():
     assert "1 of 2 evaluations keep 99% of float32's accuracy (shares 94.4%–100.0%)" in evaluated
     assert evaluated.endswith("below the bar: torch/eager as int8_static 94.4%.")
     assert training_findings(context, "elsewhere") == []  # another system's runs
+
+
+def test_a_failed_onnx_export_of_the_trained_model_is_tried_once_for_every_evaluation():
+    from fwbench.training.run import _OnnxExport
+
+    class NoExport:
+        calls = 0
+
+        def onnx_export(self, path, example):
+            NoExport.calls += 1
+            raise NotImplementedError("this framework exports no ONNX model")
+
+    onnx = _OnnxExport(NoExport(), "unused", np.zeros((2, 3), np.float32))
+    for precision in ("int8", "int8_static"):
+        with pytest.raises(NotImplementedError, match="exports no ONNX model"):
+            onnx.quantized(precision, [])
+    assert NoExport.calls == 1

@@ -351,17 +351,28 @@ class _OnnxExport:
 
     def __init__(self, trainer: Trainer, stem: str, example: np.ndarray):
         self._trainer, self._stem, self._example = trainer, stem, example
-        self._exported: Exported | None = None
+        self._exported: Exported | Exception | None = None
+
+    def _export(self) -> Exported:
+        """The export, made once: a failed one (NotImplementedError for a framework without
+        one) is raised again for each later evaluation, not retried."""
+        if self._exported is None:
+            try:
+                self._exported = self._trainer.onnx_export(self._stem + ".onnx", self._example)
+            except Exception as error:
+                self._exported = error
+        if isinstance(self._exported, Exception):
+            raise self._exported
+        return self._exported
 
     def quantized(self, precision: str, calibration: list[np.ndarray]) -> Predictor:
-        if self._exported is None:  # raises NotImplementedError for a framework without one
-            self._exported = self._trainer.onnx_export(self._stem + ".onnx", self._example)
+        exported = self._export()
         from fwbench.runtimes import onnxrt  # in the env of every framework with onnxrt cells
 
         start = time.perf_counter()
-        quantized = onnxrt.quantize(self._exported, precision, self._stem, calibration)
+        quantized = onnxrt.quantize(exported, precision, self._stem, calibration)
         details = quantized.details["quantization"] | {
-            "exported_by": self._exported.how,
+            "exported_by": exported.how,
             "quantize_s": time.perf_counter() - start,
             "runtime": "onnxruntime.InferenceSession, CPUExecutionProvider, 1 thread",
         }
