@@ -102,8 +102,8 @@ def test_a_stored_activation_at_a_limit_other_than_its_zero_point_counts_as_satu
     found.activation(q, 0, *integer_limits(q.dtype))
     found.weight(np.array([-127, 64, 127], np.int8))
     assert (found.saturated, found.stored, len(found.steps)) == (2, 6, 2)
-    assert found.saturated_share() == pytest.approx(2 / 6)
-    assert math.isnan(Roundings().saturated_share())
+    assert found.saturated / found.stored == pytest.approx(2 / 6)
+    assert (Roundings().saturated, Roundings().stored) == (0, 0)
 
 
 def test_dynamic_int8_counts_one_byte_weights_and_float32_activations():
@@ -205,12 +205,12 @@ def test_a_static_quantization_fixes_the_activations_scale_from_its_calibration_
     assert 0 < output < 0.1
     # Stored: the input and the product's output, 64 × 256 values each; in range, an input
     # value sits at 255 only within half a step of the calibrated maximum (about 1 in 510).
-    assert found.stored == 2 * 64 * 256 and found.saturated_share() < 0.01
+    assert found.stored == 2 * 64 * 256 and found.saturated / found.stored < 0.01
     wide = onnxrt.quantization_roundings(quantized.file, {"x": 2 * x}, threads=1)
     # A scale fixed beforehand: half of q saturates at 255 (rms 255·√(2/3)), not rescaled.
     assert wide.steps[1] == pytest.approx(1 / (2 * 255 * math.sqrt(2 / 3)), rel=0.03)
     # ... and counted: half the input's values at 255, at least a quarter of all stored.
-    assert wide.saturated >= 0.5 * 64 * 256 * 0.95 and wide.saturated_share() > 0.25
+    assert wide.saturated >= 0.5 * 64 * 256 * 0.95 and wide.saturated / wide.stored > 0.25
     with pytest.raises(ValueError, match="calibration set"):
         onnxrt.quantize(Exported(str(source), "test"), INT8_STATIC, str(tmp_path / "n"))
 

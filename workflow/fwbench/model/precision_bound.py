@@ -165,10 +165,6 @@ class Roundings:
         self.saturated += saturated(values, zero, low, high)
         self.stored += int(values.size)
 
-    def saturated_share(self) -> float:
-        """The share of stored activation values at a limit; NaN where none was stored."""
-        return self.saturated / self.stored if self.stored else math.nan
-
 
 def integer_limits(dtype: Any) -> tuple[int, int]:
     """The range of an integer dtype (numpy's name or object: uint8, int8)."""
