@@ -129,3 +129,17 @@ def test_the_precision_overlay_takes_low_precisions_to_every_batch_and_no_float3
     assert len(every.cells) == 240 + (11 + 3 + 5) * 5 * 4
     fp32 = [c for c in every.cells if c["precision"] == "float32"]
     assert fp32 == [c for c in default.cells if c["precision"] == "float32"]
+    # and the default's low-precision cells are the overlay's, with the same requests: taking
+    # the overlay after the default reruns none of them
+    from fwbench.plan import paths
+
+    low = [c for c in default.cells if c["precision"] != "float32"]
+    assert all(c in every.cells for c in low)
+    for c in low:
+        wildcards = paths.with_tag(c) | {"batch": str(c["batch"])}
+        assert every.cell_request(wildcards) == default.cell_request(wildcards), c
+    # training: bfloat16 in every training mode, the default's runs unchanged (their settings)
+    assert (len(default.train_runs), len(every.train_runs)) == (6 + 3, 6 + 6)
+    for run in default.train_runs:
+        wildcards = paths.with_tag(run)
+        assert every.train_settings(wildcards) == default.train_settings(wildcards), run

@@ -40,26 +40,40 @@ def test_the_smoke_sweep_is_every_framework_mode_architecture_and_batch():
     assert plan.cell_files[0].startswith("results/cells/local/")
 
 
-def test_the_default_sweep_has_335_cells_and_80_artifacts():
+def test_the_default_sweep_has_320_cells_and_65_artifacts():
     plan = plan_of(base=DEFAULT)
     # float32: 12 variants × 5 architectures × 4 batches; bfloat16: 11 (all but litert) × 5
-    # architectures at the table batch; int8: the 3 runtime paths (onnxrt ×2, litert) × 5
-    # architectures there; int8_static: those and torch's compiled and aoti (PT2E)
-    assert len(plan.cells) == 240 + 55 + 15 + 25
+    # architectures at the table batch; there, each deployment path in the quantization its
+    # users pick first: int8 (dynamic) in the 3 runtime paths (onnxrt ×2, litert), int8_static
+    # (PT2E) in torch's compiled and aoti
+    assert len(plan.cells) == 240 + 55 + 15 + 10
     # 5 export modes × 5 architectures in float32, 4 in bfloat16 (all but litert), 3 in int8,
-    # 4 in int8_static (compiled quantizes in its cells)
-    assert len(plan.exports) == 25 + 20 + 15 + 20
+    # 1 in int8_static (aoti: compiled quantizes in its cells)
+    assert len(plan.exports) == 25 + 20 + 15 + 5
     runtimes = {("torch", "onnxrt", 32), ("tensorflow", "onnxrt", 32), ("tensorflow", "litert", 32)}
-    for precision, paths_ in (
-        ("int8", runtimes),
-        ("int8_static", runtimes | {("torch", "aoti", 32), ("torch", "compiled", 32)}),
+    pt2e = {("torch", "aoti", 32), ("torch", "compiled", 32)}
+    every = plan_of({"precision": {"quantization": "all"}}, base=DEFAULT)
+    for plan_, precision, paths_ in (
+        (plan, "int8", runtimes),
+        (plan, "int8_static", pt2e),
+        (every, "int8", runtimes),
+        (every, "int8_static", runtimes | pt2e),
     ):
         quantized = {
             (c["framework"], c["mode"], c["batch"])
-            for c in plan.cells
+            for c in plan_.cells
             if c["precision"] == precision
         }
-        assert quantized == paths_
+        assert quantized == paths_, (precision, plan_.config["precision"]["quantization"])
+
+
+def test_a_quantization_the_default_does_not_pick_is_refused_naming_the_setting():
+    plan = plan_of(base=DEFAULT)
+    wildcards = cell(mode="onnxrt", batch="32", precision_tag="-int8-static")
+    with pytest.raises(ValueError, match="quantization: first"):
+        plan.cell_request(wildcards)
+    with pytest.raises(ValueError, match="no int8_static cells are swept"):
+        plan.export_request(wildcards)
 
 
 def test_a_bf16_cell_has_its_own_path_request_and_artifact_and_float32_keeps_its_own():

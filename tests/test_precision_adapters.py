@@ -143,6 +143,26 @@ def test_each_mode_runs_float32_and_the_precisions_its_framework_names_for_it():
     )
 
 
+def test_each_deployment_path_s_first_quantization_is_the_one_its_users_pick_first():
+    # the default sweep's (config precision.quantization: first): the runtimes' dynamic
+    # quantization, torch's PT2E (static only); a mode that quantizes nothing has none
+    first = {
+        (framework, mode): frameworks.first_quantization(framework, mode)
+        for framework, modes in frameworks.MODES.items()
+        for mode in modes
+        if frameworks.first_quantization(framework, mode)
+    }
+    assert first == {
+        ("torch", "compiled"): INT8_STATIC,
+        ("torch", "aoti"): INT8_STATIC,
+        ("torch", "onnxrt"): INT8,
+        ("tensorflow", "litert"): INT8,
+        ("tensorflow", "onnxrt"): INT8,
+    }
+    assert frameworks.first_quantization("torch", "compiled_max_autotune") == INT8_STATIC
+    assert frameworks.first_quantization("jax", "export") is None
+
+
 def test_every_precision_a_framework_names_is_a_known_one_for_one_of_its_modes():
     for info in frameworks.FRAMEWORKS.values():
         assert set(info.precisions) <= set(info.modes), info.name

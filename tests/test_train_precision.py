@@ -52,7 +52,23 @@ def test_each_run_trains_in_every_configured_precision_on_a_path_of_its_own():
         f for f, r in zip(files, plan.train_runs, strict=True) if r["precision"] == "float32"
     ]
     assert all(f.endswith("-digits.nc") for f in float32)  # no tag: the path from before
-    assert sum(f.endswith("-digits-bf16.nc") for f in files) == len(float32)
+    # bfloat16 in the mode each framework's users train in first (train.low_precision_modes)
+    low = {(r["framework"], r["mode"]) for r in plan.train_runs if r["precision"] == "bfloat16"}
+    assert low == {("torch", "eager"), ("jax", "jit"), ("tensorflow", "xla")}
+    assert sum(f.endswith("-digits-bf16.nc") for f in files) == len(low)
+    every = plan_of({"train": {"low_precision_modes": "all"}}, base=SMOKE)
+    assert sum(r["precision"] == "bfloat16" for r in every.train_runs) == len(float32)
+
+
+def test_a_low_precision_training_mode_outside_train_modes_or_the_setting_is_refused_naming_it():
+    plan = plan_of({"train": {"modes": {"tensorflow": ["eager"]}}}, base=SMOKE)
+    with pytest.raises(ValueError, match=r"low_precision_modes.tensorflow: \['xla'\] not in"):
+        plan.train_files()
+    plan = plan_of(base=SMOKE)
+    run = next(r for r in plan.train_runs if r["mode"] == "compiled")
+    wildcards = {k: v for k, v in run.items() if k != "precision"} | {"precision_tag": "-bf16"}
+    with pytest.raises(ValueError, match=r"torch/compiled does not train in bfloat16"):
+        plan.train_settings(wildcards)
 
 
 def test_a_float32_train_jobs_params_are_those_from_before_precision():
@@ -61,7 +77,7 @@ def test_a_float32_train_jobs_params_are_those_from_before_precision():
     wildcards = {k: v for k, v in run.items() if k != "precision"} | {"precision_tag": ""}
     assert plan.train_params(wildcards) == {"versions": FAKE_VERSIONS[run["framework"]]}
     section = validated(base=SMOKE)["train"]
-    before = {k: v for k, v in section.items() if k != "precisions"}
+    before = {k: v for k, v in section.items() if k not in ("precisions", "low_precision_modes")}
     assert plan.train_settings(wildcards) == before
     bf16 = wildcards | {"precision_tag": "-bf16"}
     assert plan.train_settings(bf16) == before | {"precision": "bfloat16"}
@@ -79,6 +95,7 @@ def test_the_run_settings_take_the_section_less_the_plans_keys():
     settings = tiny_settings()
     assert settings["precisions"] == ["float32", "bfloat16"]
     assert "precisions" not in run_settings(settings)
+    assert "low_precision_modes" not in run_settings(settings | {"low_precision_modes": "all"})
     assert run_settings(settings, "bfloat16")["precision"] == "bfloat16"
     assert "precision" not in run_settings(settings, "float32")  # as before precision
     parse_settings(run_settings(settings, "bfloat16"))

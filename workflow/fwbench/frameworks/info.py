@@ -65,7 +65,9 @@ class FrameworkInfo:
         default_factory=dict
     )
     # Per mode, the precisions beyond float32 it runs (each one of PRECISIONS); a compiled
-    # variant takes its compiled mode's (the first of compile_modes).
+    # variant takes its compiled mode's (the first of compile_modes). A mode's quantizations
+    # (QUANTIZED) come in the order its users pick them: the first is the one the default
+    # sweep runs (config precision.quantization: first; frameworks.first_quantization).
     precisions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # Its hardware probe is a frameworks.protocols.StreamProbe: it runs STREAM and the
     # working-set sweep on CUDA, and names the GPU.

@@ -12,8 +12,10 @@ from typing import Any
 import fwbench.plan.paths as paths
 from fwbench import frameworks
 from fwbench.io.dims import FLOAT32
+from fwbench.precisions import QUANTIZED
 
 TABLE, ALL = "table", "all"  # precision.batches' choices besides a list
+FIRST = "first"  # precision.quantization: each mode's first quantization (or ALL of them)
 
 
 def precision_of(wildcards: Mapping[str, Any]) -> str:
@@ -61,11 +63,32 @@ class PrecisionPlan:
         return [paths.precision_tag(p) for p in dict.fromkeys(named)]
 
     def cell_precisions(self, framework: str, mode: str, arch: str, batch: int) -> list[str]:
-        """float32, and each low precision the mode runs where the config asks for it."""
+        """float32, and each low precision the mode runs where the config asks for it: of its
+        quantizations, the one its users pick first (precision.quantization: first) or all."""
         if batch not in self.precision_batches or arch not in self.precision_architectures:
             return [FLOAT32]
         runs = frameworks.mode_precisions(framework, mode)
+        if self.config["precision"]["quantization"] == FIRST:
+            first = frameworks.first_quantization(framework, mode)
+            runs = tuple(p for p in runs if p not in QUANTIZED or p == first)
         return [FLOAT32, *(p for p in self.low_precisions if p in runs)]
+
+    def low_precision_train_modes(self, framework: str) -> list[str]:
+        """The training modes of `framework` that train in the low precisions too
+        (train.low_precision_modes: per framework, or "all" of train.modes); raises naming a
+        mode that train.modes lacks."""
+        train = self.config["train"]
+        trained, chosen = train["modes"][framework], train["low_precision_modes"]
+        if chosen == ALL:
+            return list(trained)
+        named = chosen.get(framework, [])
+        missing = [mode for mode in named if mode not in trained]
+        if missing:
+            raise ValueError(
+                f"train.low_precision_modes.{framework}: {missing} not in train.modes."
+                f"{framework} ({trained})"
+            )
+        return list(named)
 
     def check_precisions(self, system: str, framework: str) -> dict[str, dict[str, list[str]]]:
         """Per architecture and mode of `framework`, the low precisions its cells run in on
@@ -89,6 +112,6 @@ class PrecisionPlan:
             frameworks.check_precision(fw, mode, precision)
         raise ValueError(
             f"{precision} is not swept for {fw}/{mode}/{arch}/b{batch} (precision.low: "
-            f"{self.low_precisions}, batches: {self.precision_batches}, architectures: "
-            f"{self.precision_architectures})"
+            f"{self.low_precisions}, quantization: {self.config['precision']['quantization']}, "
+            f"batches: {self.precision_batches}, architectures: {self.precision_architectures})"
         )

@@ -15,7 +15,7 @@ from fwbench.io.hardware_file import OWN_JOB_DTYPES
 from fwbench.plan.baselines import baselines
 from fwbench.plan.checks import check_config, compile_options_key
 from fwbench.plan.exports import ExportPlan
-from fwbench.plan.precision import PrecisionPlan, is_float32, precision_of
+from fwbench.plan.precision import FLOAT32, PrecisionPlan, is_float32, precision_of
 from fwbench.plan.processes import cell_key, multi_process_cells
 from fwbench.plan.request import CellRequest
 from fwbench.plan.rounds import RoundsPlan
@@ -233,6 +233,7 @@ class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
             for model in train["models"]
             for dataset in train["datasets"]
             for precision in train["precisions"]
+            if precision == FLOAT32 or mode in self.low_precision_train_modes(fw)
         ]
 
     def train_files(self) -> list[str]:
@@ -248,6 +249,12 @@ class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
             raise ValueError(
                 f"training precision {precision!r} is not configured "
                 f"(train.precisions: {train['precisions']})"
+            )
+        fw, mode = wildcards["framework"], wildcards["mode"]
+        if precision != FLOAT32 and mode not in self.low_precision_train_modes(fw):
+            raise ValueError(
+                f"{fw}/{mode} does not train in {precision} (train.low_precision_modes."
+                f"{fw}: {self.low_precision_train_modes(fw)})"
             )
         return run_settings(train, precision)
 

@@ -47,7 +47,7 @@ MIXED_BFLOAT16 = (
 )
 # Keys of the train section the plan reads and a run does not: the rule passes the section
 # without them (run_settings), so that adding a precision reruns no existing run.
-PLAN_ONLY_KEYS = frozenset({"precisions"})
+PLAN_ONLY_KEYS = frozenset({"precisions", "low_precision_modes"})
 # A run's own precision, in its settings where it is not float32 (so a float32 run's settings,
 # and its job's params, are those from before precision was a dimension).
 PRECISION_KEY = "precision"

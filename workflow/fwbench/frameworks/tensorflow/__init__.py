@@ -21,7 +21,9 @@ INFO = FrameworkInfo(
     # bfloat16: Keras's bfloat16 dtype policy (weights and activations); LiteRT has no
     # bfloat16 kernels; int8 and int8_static: ONNX Runtime's dynamic and static quantization
     # of the float32 ONNX export (runtimes.onnxrt), the TFLite converter's dynamic-range and
-    # full-integer quantization (frameworks.tensorflow.export)
+    # full-integer quantization (frameworks.tensorflow.export). Quantizations in the order
+    # users pick them (the first is the default sweep's): dynamic first in both runtimes (the
+    # TFLite post-training guide's starting point; ONNX Runtime's, as for torch's onnxrt)
     precisions=dict.fromkeys(("eager", "function", "xla"), (BFLOAT16,))
     | {"litert": (INT8, INT8_STATIC), "onnxrt": (BFLOAT16, INT8, INT8_STATIC)},
     pre_import_env={"cpu": _ENV | {"CUDA_VISIBLE_DEVICES": ""}, "cuda": _ENV},
