@@ -42,7 +42,7 @@ from pathlib import Path
 from fwbench.io.cell_file import read_cell
 from fwbench.io.rounds_file import joined_rows, read_rounds, variant_precisions
 from fwbench.io.train_file import evaluation_parts, read_run
-from fwbench.plan.paths import precision_of_tag
+from fwbench.plan import paths
 from fwbench.precisions import FLOAT32
 
 PARTS = (
@@ -162,7 +162,9 @@ def job_spans(log: Path) -> dict[str, tuple[str, float, str]]:
         if start and jobid:
             tag = re.search(r"precision_tag=([-a-z0-9]*)", body)
             dtype = re.search(r"\bdtype=(\w+)", body)  # hardware_peak: one dtype's GEMM peak
-            precision = precision_of_tag(tag.group(1)) if tag else dtype.group(1) if dtype else ""
+            precision = (
+                paths.precision_of_tag(tag.group(1)) if tag else dtype.group(1) if dtype else ""
+            )
             output = re.search(r"output: ([^,\s]+)", body)
             name = output.group(1) if output else f"{start.group(1)}#{jobid.group(1)}"
             started[jobid.group(1)] = (start.group(1), when, precision, name)
@@ -213,9 +215,11 @@ def rounds_variant_shares(workdir: Path) -> dict[str, float]:
 
 def checks_seconds(workdir: Path) -> dict[str, float]:
     """Per precision, what its rows cost the checks jobs (the rows' `seconds`; none from check
-    files written before the column)."""
+    files written before the column): the checks jobs' own files, not merge_checks' copy of
+    their rows (results/checks/equivalence.csv)."""
     seconds: dict[str, float] = defaultdict(float)
-    for path in sorted((workdir / "results/checks").rglob("equivalence.csv")):
+    job_files = paths.CHECKS.format(system="*", framework="*", version="*", name="equivalence")
+    for path in sorted(workdir.glob(job_files)):
         with open(path, newline="") as handle:
             for row in csv.DictReader(handle):
                 if row.get("seconds"):

@@ -67,6 +67,14 @@ def test_the_default_sweep_has_320_cells_and_65_artifacts():
         assert quantized == paths_, (precision, plan_.config["precision"]["quantization"])
 
 
+def test_first_picks_among_the_quantizations_precision_low_names():
+    plan = plan_of({"precision": {"low": ["int8_static"]}}, base=DEFAULT)
+    assert plan.cell_precisions("torch", "onnxrt", "mlp", 32) == ["float32", "int8_static"]
+    assert plan.cell_precisions("tensorflow", "litert", "mlp", 32) == ["float32", "int8_static"]
+    assert plan.cell_precisions("torch", "eager", "mlp", 32) == ["float32"]
+    assert plan.cell_precisions("torch", "onnxrt", "mlp", 8) == ["float32"]  # not its batch
+
+
 def test_a_quantization_the_default_does_not_pick_is_refused_naming_the_setting():
     plan = plan_of(base=DEFAULT)
     wildcards = cell(mode="onnxrt", batch="32", precision_tag="-int8-static")
@@ -110,7 +118,7 @@ def test_a_precision_the_config_does_not_sweep_is_refused_naming_why(changes, na
 
 def test_the_low_precisions_follow_their_batches_and_architectures():
     everywhere = plan_of({"precision": {"batches": "all"}}, base=DEFAULT)
-    assert len(everywhere.cells) == 240 + 4 * (55 + 15 + 25)
+    assert len(everywhere.cells) == 240 + 4 * (55 + 15 + 10)
     none = plan_of({"precision": {"low": []}}, base=DEFAULT)
     assert len(none.cells) == 240 and len(none.exports) == 25
     some = plan_of({"precision": {"architectures": ["cnn"], "batches": [1, 8]}}, base=DEFAULT)
@@ -134,10 +142,10 @@ def test_by_default_a_quarter_of_each_architectures_batches_get_a_second_process
     plan = plan_of(base=DEFAULT)
     chosen = _multi(plan)
     assert len(chosen) == 60 and {len(batches) for batches in chosen.values()} == {1}
-    assert len(plan.cell_files) == 335 + 60  # the bf16 and int8 cells in process 0 alone
+    assert len(plan.cell_files) == 320 + 60  # the bf16 and int8 cells in process 0 alone
     assert len({tuple(batches) for batches in chosen.values()}) > 1, "the same batches everywhere"
     every = plan_of({"bench": {"multi_process_share": 1}}, base=DEFAULT)
-    assert len(every.cell_files) == 480 + 55 + 15 + 25
+    assert len(every.cell_files) == 480 + 55 + 15 + 10
     assert plan_of({"bench": {"processes": 1}}, base=DEFAULT).cell_files == [
         paths.cell_file(c) for c in plan.cells
     ]

@@ -216,3 +216,23 @@ def test_a_static_quantizations_saturated_activations_show_beside_its_error():
     finding = report._accuracy_finding(report.precision_accuracy(rows, None, "int8_static"))
     assert "stored activations at a limit of their calibrated range: at most 3% " in finding
     assert "(torch onnxrt `cnn`)" in finding and finding.endswith("every one within its bound")
+
+
+def test_a_quantized_precisions_section_says_which_quantization_each_path_runs(tmp_path, stats):
+    from fwbench.present.report.precision import quantization_choice
+
+    rng = np.random.default_rng(2)
+    paths = []
+    for precision, median in (("float32", 1e-3), ("int8", 5e-4)):
+        paths.append(tmp_path / f"{precision}.nc")
+        write_cell(_cell("torch", "onnxrt", precision, median, rng), paths[-1])
+    limits = HardwareLimits(1e12, 1e11, source="test", bf16_peak_flops_per_s=2e12)
+    quantized = summarize(aggregate_cells(paths), limits, StatsSettings(table_batch=32))
+    context = SimpleNamespace(equivalence=_equivalence())
+    text = precision_section(context, SimpleNamespace(view=StatsView(quantized), name=None))
+    choice = quantization_choice()
+    assert "**int8 against float32, batch 32:**" in text and choice in text
+    assert "torch onnxrt: int8, tensorflow litert: int8" in choice
+    assert "torch compiled: int8_static" in choice and "quantization: first" in choice
+    bf16_only = precision_section(context, SimpleNamespace(view=StatsView(stats), name=None))
+    assert choice not in bf16_only

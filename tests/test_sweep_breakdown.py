@@ -71,6 +71,8 @@ def test_a_precisions_check_rows_and_trained_model_evaluations_are_counted(tmp_p
     old = tmp_path / "results/checks/local/jax/1"  # a file from before the column
     old.mkdir(parents=True)
     (old / "equivalence.csv").write_text("arch,precision\nmlp,bfloat16\n")
+    merged = tmp_path / "results/checks/equivalence.csv"  # merge_checks' copy: not counted again
+    merged.write_text("system,arch,precision,seconds\nlocal,mlp,int8_static,4.0\n")
     assert sweep_breakdown.checks_seconds(tmp_path) == {"float32": 1.5, "int8_static": 6.0}
     record = RunRecord(epochs=1)
     record.attrs["evaluated_in_s"] = {"bfloat16": 2.0, "int8_static_onnxrt": 3.0, "int8": 0.5}

@@ -64,13 +64,14 @@ class PrecisionPlan:
 
     def cell_precisions(self, framework: str, mode: str, arch: str, batch: int) -> list[str]:
         """float32, and each low precision the mode runs where the config asks for it: of its
-        quantizations, the one its users pick first (precision.quantization: first) or all."""
+        quantizations that precision.low names, the one its users pick first (its
+        FrameworkInfo's order; precision.quantization: first) or all."""
         if batch not in self.precision_batches or arch not in self.precision_architectures:
             return [FLOAT32]
-        runs = frameworks.mode_precisions(framework, mode)
-        if self.config["precision"]["quantization"] == FIRST:
-            first = frameworks.first_quantization(framework, mode)
-            runs = tuple(p for p in runs if p not in QUANTIZED or p == first)
+        runs = [p for p in frameworks.mode_precisions(framework, mode) if p in self.low_precisions]
+        if self.config["precision"]["quantization"] == FIRST:  # the first of those `low` names
+            first = next((p for p in runs if p in QUANTIZED), None)
+            runs = [p for p in runs if p not in QUANTIZED or p == first]
         return [FLOAT32, *(p for p in self.low_precisions if p in runs)]
 
     def low_precision_train_modes(self, framework: str) -> list[str]:

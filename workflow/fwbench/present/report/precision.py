@@ -15,13 +15,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fwbench import frameworks
 from fwbench.analysis.flags import FLAG_UPCAST, has_flag
 from fwbench.frameworks.kernel_precision import UPCAST_BELOW
 from fwbench.io.comparisons_file import EQUIVALENT, FASTER, SLOWER, UNDETERMINED
 from fwbench.io.dims import FLOAT32, STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
-from fwbench.precisions import BFLOAT16, INT8, INT8_STATIC, arithmetic_of
+from fwbench.precisions import BFLOAT16, INT8, INT8_STATIC, QUANTIZED, arithmetic_of
 from fwbench.present.figure_data import precision_accuracy
 from fwbench.present.format import MISSING, significant, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
@@ -77,12 +78,33 @@ def precision_section(context: ReportContext, part: SystemPart) -> str:
     for precision in lows:
         low = view.in_precision(precision)
         text += INTRO.format(precision=precision, how=HOW.get(precision, precision)) + "\n\n"
+        text += quantization_choice() + "\n\n" if precision in QUANTIZED else ""
         for batch in _batches(low):
             text += f"**{precision} against float32, batch {batch}:**\n\n"
             text += _speedup_table(low, batch) + "\n"
             text += _kernels_table(low, batch) + "\n"
         text += _accuracy_table(context.equivalence, part.name, precision)
     return text
+
+
+def quantization_choice() -> str:
+    """Which quantization each deployment path runs by default (frameworks.first_quantization,
+    config precision.quantization), and why."""
+    firsts = [
+        f"{framework} {mode}: {first}"
+        for framework, modes in frameworks.MODES.items()
+        for mode in modes
+        if (first := frameworks.first_quantization(framework, mode))
+    ]
+    return (
+        "Each deployment path runs, by default, the quantization its users pick first (config "
+        "`precision.quantization: first`, in the order its framework lists them): "
+        + ", ".join(firsts)
+        + ". Dynamic for ONNX Runtime and LiteRT: one call, no calibration set (ONNX Runtime's "
+        "docs advise it for RNNs and transformers; the TFLite post-training guide starts with "
+        "it); torch's PT2E is static only. `quantization: all` (config/precision.yaml) runs "
+        "both wherever a path has both."
+    )
 
 
 def _kernels_table(view: StatsView, batch: int) -> str:
