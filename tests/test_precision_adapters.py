@@ -161,6 +161,9 @@ def test_each_deployment_path_s_first_quantization_is_the_one_its_users_pick_fir
     }
     assert frameworks.first_quantization("torch", "compiled_max_autotune") == INT8_STATIC
     assert frameworks.first_quantization("jax", "export") is None
+    # the first among those a config names (precision.low)
+    assert frameworks.first_quantization("torch", "onnxrt", among=[INT8_STATIC]) == INT8_STATIC
+    assert frameworks.first_quantization("torch", "onnxrt", among=[BFLOAT16]) is None
 
 
 def test_every_precision_a_framework_names_is_a_known_one_for_one_of_its_modes():

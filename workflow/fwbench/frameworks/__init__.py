@@ -114,10 +114,12 @@ def mode_precisions(framework: str, mode: str) -> tuple[str, ...]:
     return (FLOAT32, *record.precisions.get(mode, ()))
 
 
-def first_quantization(framework: str, mode: str) -> str | None:
-    """The quantization `mode`'s users pick first (the first of QUANTIZED its FrameworkInfo
-    names: a mode lists its quantizations in that order), or None where it quantizes none."""
-    return next((p for p in mode_precisions(framework, mode) if p in QUANTIZED), None)
+def first_quantization(framework: str, mode: str, among: Iterable[str] = QUANTIZED) -> str | None:
+    """The quantization `mode`'s users pick first of those `among` names (the first its
+    FrameworkInfo names: a mode lists its quantizations in that order), or None where it runs
+    none of them."""
+    chosen = set(among) & set(QUANTIZED)
+    return next((p for p in mode_precisions(framework, mode) if p in chosen), None)
 
 
 def check_precision(framework: str, mode: str, precision: str) -> str:

@@ -68,10 +68,10 @@ class PrecisionPlan:
         FrameworkInfo's order; precision.quantization: first) or all."""
         if batch not in self.precision_batches or arch not in self.precision_architectures:
             return [FLOAT32]
-        runs = [p for p in frameworks.mode_precisions(framework, mode) if p in self.low_precisions]
+        runs = frameworks.mode_precisions(framework, mode)
         if self.config["precision"]["quantization"] == FIRST:  # the first of those `low` names
-            first = next((p for p in runs if p in QUANTIZED), None)
-            runs = [p for p in runs if p not in QUANTIZED or p == first]
+            first = frameworks.first_quantization(framework, mode, among=self.low_precisions)
+            runs = tuple(p for p in runs if p not in QUANTIZED or p == first)
         return [FLOAT32, *(p for p in self.low_precisions if p in runs)]
 
     def low_precision_train_modes(self, framework: str) -> list[str]:

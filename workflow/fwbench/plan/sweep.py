@@ -251,10 +251,11 @@ class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
                 f"(train.precisions: {train['precisions']})"
             )
         fw, mode = wildcards["framework"], wildcards["mode"]
-        if precision != FLOAT32 and mode not in self.low_precision_train_modes(fw):
+        low_modes = self.low_precision_train_modes(fw)
+        if precision != FLOAT32 and mode not in low_modes:
             raise ValueError(
-                f"{fw}/{mode} does not train in {precision} (train.low_precision_modes."
-                f"{fw}: {self.low_precision_train_modes(fw)})"
+                f"{fw}/{mode} does not train in {precision} "
+                f"(train.low_precision_modes.{fw}: {low_modes})"
             )
         return run_settings(train, precision)
 
