@@ -1,6 +1,7 @@
 """Do two independent sweeps of one config agree on their comparisons?
 
     python self_measurement/sweep_agreement.py RESULTS_A RESULTS_B [--kind winner] [--batch 32]
+        [--precision float32]
 
 RESULTS_A and RESULTS_B are the results/ directories of two sweeps (fresh directories, the same
 code and config). Over the comparisons both made (results/summary/comparisons.csv: the same
@@ -30,7 +31,9 @@ from fwbench.io.comparisons_file import DECIDED, FASTER, SLOWER, read_comparison
 KEY = ["system", "kind", "arch", "precision", "batch", "baseline", "candidate"]
 
 
-def _comparisons(results: Path, kind: str | None, batch: int | None) -> pd.DataFrame:
+def _comparisons(
+    results: Path, kind: str | None, batch: int | None, precision: str | None
+) -> pd.DataFrame:
     frame = read_comparisons_table(results / "summary" / "comparisons.csv")
     if "precision" not in frame.columns:
         frame = frame.assign(precision="float32")
@@ -38,6 +41,8 @@ def _comparisons(results: Path, kind: str | None, batch: int | None) -> pd.DataF
         frame = frame[frame["kind"] == kind]
     if batch is not None:
         frame = frame[frame["batch"] == batch]
+    if precision:
+        frame = frame[frame["precision"] == precision]
     return frame.set_index([k for k in KEY if k in frame.columns])
 
 
@@ -95,9 +100,10 @@ def main() -> None:
     parser.add_argument("b", type=Path)
     parser.add_argument("--kind", help="winner, compile or deployment (default: every kind)")
     parser.add_argument("--batch", type=int, help="one batch only (e.g. the table batch)")
+    parser.add_argument("--precision", help="one precision's rows only (e.g. float32)")
     parser.add_argument("--confidence", type=float, default=0.95, help="stats.confidence")
     args = parser.parse_args()
-    a, b = (_comparisons(path, args.kind, args.batch) for path in (args.a, args.b))
+    a, b = (_comparisons(path, args.kind, args.batch, args.precision) for path in (args.a, args.b))
     print(report(f"A {args.a}", a))
     print(report(f"B {args.b}", b))
     found = agreement(a, b, args.confidence)

@@ -244,15 +244,18 @@ def rounds_dataset(
     arch: str = "mlp",
     batch: int = 32,
     first_call_s: float | None = None,
+    sensitivity: list[float] | None = None,
 ) -> xr.Dataset:
     """A rounds file's dataset (fwbench.io.rounds_file): variant v's samples in set s are
-    lognormal around medians_s[v] · exp(set_drift[s] + a process effect of sd
-    process_sd[v]); a turn's first sample 5% slower than its second; every worker's first
-    call `first_call_s` + 0.1 s per set, where given."""
+    lognormal around medians_s[v] · exp(sensitivity[v] · set_drift[s] + a process effect of
+    sd process_sd[v]) (sensitivity 1 where not given); a turn's first sample 5% slower than its
+    second; every worker's first call `first_call_s` + 0.1 s per set, where given."""
     rng = np.random.default_rng(seed)
     n = len(variants)
     process = rng.normal(0, 1, (n, sets)) * np.asarray(process_sd)[:, None]
-    center = np.log(medians_s)[:, None] + np.asarray(set_drift)[None, :sets] + process
+    gamma = np.ones(n) if sensitivity is None else np.asarray(sensitivity)
+    drift = gamma[:, None] * np.asarray(set_drift)[None, :sets]
+    center = np.log(medians_s)[:, None] + drift + process
     noise = rng.normal(0, sample_sd, (n, sets, rounds, len(SAMPLES)))
     latency = np.exp(center[:, :, None, None] + noise)
     latency[..., 0] *= 1.05

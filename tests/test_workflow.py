@@ -209,6 +209,22 @@ def test_stats_carry_roofline_metrics_from_the_measured_hardware(smoke_run):
     assert len(ok) == len(stats) - len(failed) - len(low)
 
 
+def test_a_reanalysis_of_the_finished_sweep_reproduces_its_comparisons(smoke_run, tmp_path):
+    """self_measurement/reanalyse.py, the before/after of a change of the statistics, reads a
+    sweep as the stats rule does: with this checkout's code, the same comparisons."""
+    script = Path(__file__).resolve().parents[1] / "self_measurement" / "reanalyse.py"
+    result = subprocess.run(
+        [sys.executable, str(script), str(smoke_run), str(tmp_path), "--config", SMOKE],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    again = pd.read_csv(tmp_path / "summary/comparisons.csv")
+    swept = pd.read_csv(smoke_run / "results/summary/comparisons.csv")
+    assert len(swept) > 0
+    pd.testing.assert_frame_equal(again, swept)
+
+
 def test_equivalence_checks_pass_for_every_framework_and_mode(smoke_run):
     table = pd.read_csv(smoke_run / "results/checks/equivalence.csv")
     config = yaml.safe_load(Path(SMOKE).read_text())

@@ -1,35 +1,46 @@
-"""Ratios from the rounds (fwbench.measure.rounds): a randomized block design.
+"""Ratios from the rounds (fwbench.measure.rounds): a randomized block design whose sets sample
+the machine's states.
 
 In each rounds file, variant v in set s gives x[v, s], the log of the median over the rounds of
 its `warm` samples. All variants of a set were sampled in the same rounds, each round in a
-shuffled order, so whatever the machine did during the set reaches every variant alike; the
-sets are blocks:
+shuffled order, so whatever the machine did during the set reaches every variant of it; the
+sets are blocks, and the sets of a row are spread over the sweep, so each samples the machine
+in another state. A change of state does not move every variant by one factor (on this VM a
+set that ran 26% faster moved torch compiled's int8 variant 46% and TensorFlow XLA's bf16 one
+16%), so each variant has its own sensitivity γ[v] to the state b[s]:
 
-    x[v, s] = μ[v] + β[s] + ε[v, s]
+    x[v, s] = μ[v] + γ[v] b[s] + ε[v, s]
 
-ε holds what differs between fresh processes of a variant (layout, allocator, compile), what
-the interleaving did not cancel and the median's own sampling error; its variance σ²[v] is the
-variant's own: an eager mode's processes differ by several per cent where an ONNX Runtime
-session's agree within a few tenths (self_measurement/rounds_design.py). β[s] is estimated
-robustly, as the median over the variants of x[v, s] − mean_s x[v, s] (one noisy variant does
-not move it); each variant's residual variance s²[v] has S − 1 degrees of freedom, few with
-a few sets, so it is moderated towards the file's typical one (Smyth's moderated variance,
-limma): σ̃²[v] = ((S − 1) s²[v] + d₀ s₀²) / (S − 1 + d₀), s₀² the median of the s²[v] over
-the median of χ²(S − 1)/(S − 1) (so that it estimates a typical σ², not half of it), d₀ =
-PRIOR_DOF.
+b[s] is estimated robustly, as the median over the variants of x[v, s] − mean_s x[v, s] (one
+noisy variant does not move it), and γ[v] by least squares on it (with three or more sets;
+with two, γ = 1). ε holds what differs between fresh processes of a variant (layout, allocator,
+compile) and the median's own sampling error; its variance σ²[v] is the variant's own (an eager
+mode's processes differ by several per cent where an ONNX Runtime session's agree within a few
+tenths: self_measurement/rounds_design.py), estimated from the residuals (S − 2 dof) and
+moderated towards the file's typical one (Smyth's moderated variance, limma): σ̃²[v] =
+(ν s²[v] + d₀ s₀²) / (ν + d₀), s₀² the median of the s²[v] over the median of χ²(ν)/ν (so that
+it estimates a typical σ², not half of it), d₀ = PRIOR_DOF.
 
-The log speedup of B over A is μ̂[A] − μ̂[B] (each the mean over the sets), its standard error
-√((σ̃²[A] + σ̃²[B]) / S), Student's t at Welch–Satterthwaite's dof from the two moderated
-variances' (fwbench.analysis.comparisons.judge decides). A variant that failed in any set is
-left out of its file's table (its comparisons fall back to the cells); a file with fewer than
-two sets or two complete variants gives no estimate.
+The log speedup of B over A is μ̂[A] − μ̂[B] (each the mean over the sets): the ratio at the
+mean of the states the sweep visited. Its error has two parts: the processes',
+(σ̃²[A] + σ̃²[B]) / S, and the states': the sweep's S sets sample the machine's states, whose
+variance τ² is pooled over every table of the system (each table's Σ b[s]² / (S − 1): the same
+machine over the same sweep), so (γ[A] − γ[B])² τ² / S, with (γ̂[A] − γ̂[B])² less its expected
+estimation error (σ̃²[A] + σ̃²[B]) / Σ b[s]² (at least 0). Two variants that respond alike to the
+machine (two ONNX Runtime sessions, two XLA paths) get a narrow CI, two that respond unalike a
+wide one: the independent-residual model (γ = 1) gave every pair the sum of both variants'
+spreads, too wide for the first and too narrow for the second (self_measurement/
+rounds_model.py measures both on three default sweeps). Student's t at Welch–Satterthwaite's
+dof from the three terms' (fwbench.analysis.comparisons.judge decides). A variant that failed
+in any set is left out of its file's table (its comparisons fall back to the cells); a file
+with fewer than two sets or two complete variants gives no estimate.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import xarray as xr
@@ -45,44 +56,80 @@ def _variant(key: CellKey) -> Variant:
     return key.framework, key.mode, key.precision
 
 
-METHOD = "rounds: sets of interleaved processes as blocks, moderated variances (Student's t)"
+METHOD = (
+    "rounds: sets of interleaved processes as blocks, each variant's sensitivity to the "
+    "machine's state, moderated variances (Student's t)"
+)
 PRIOR_DOF = 4.0  # d₀: how many degrees of freedom the file's typical variance counts for
 
 
 @dataclass(frozen=True)
 class Block:
-    """One rounds file's table: per complete variant its mean log median over the sets and its
-    moderated residual variance (with its dof); the number of sets."""
+    """One rounds file's table: per complete variant its mean log median over the sets, its
+    moderated residual variance (with its dof) and its sensitivity to the machine's state;
+    the table's Σ b[s]², the number of sets; the state variance τ² pooled over the system's
+    tables (with its dof), set by Rounds."""
 
     means: dict[Variant, float]  # (framework, mode, precision) -> mean over sets of x
     variances: dict[Variant, float]  # (framework, mode, precision) -> σ̃²
     variance_dof: float
     sets: int
     turn_cost: dict[Variant, float]  # median after_switch / warm sample
+    sensitivity: dict[Variant, float]  # γ̂
+    state_ss: float  # Σ b[s]² of this table (0 where γ is not fitted)
+    state_var: float = 0.0  # τ², pooled over the system's tables
+    state_dof: float = math.inf
 
     def se_dof(self, a: Variant, b: Variant) -> tuple[float, float]:
         """The standard error of μ̂[a] − μ̂[b] and its Welch–Satterthwaite dof."""
-        va, vb = self.variances[a] / self.sets, self.variances[b] / self.sets
-        if va + vb == 0:
+        state, state_dof = self.state_term(a, b)
+        terms = [
+            (self.variances[a] / self.sets, self.variance_dof),
+            (self.variances[b] / self.sets, self.variance_dof),
+            (state / self.sets, state_dof),
+        ]
+        total = sum(v for v, _ in terms)
+        if total == 0:
             return 0.0, math.inf
-        return math.sqrt(va + vb), (va + vb) ** 2 / ((va**2 + vb**2) / self.variance_dof)
+        return math.sqrt(total), total**2 / sum(v**2 / dof for v, dof in terms if v)
+
+    def state_term(self, a: Variant, b: Variant) -> tuple[float, float]:
+        """(γ[a] − γ[b])² τ², how far the pair's ratio moves with the machine's state, and its
+        dof: the squared gap of the estimated sensitivities less its expected estimation error
+        n² (at least 0), whose own variance (4 g² n² + 2 n⁴) joins τ²'s (2 τ⁴ / dof); at least
+        one dof (a gap lost in its noise is a small term, not a t of no dof)."""
+        if self.state_ss == 0:
+            return 0.0, math.inf
+        noise = (self.variances[a] + self.variances[b]) / self.state_ss
+        gap = max(0.0, (self.sensitivity[a] - self.sensitivity[b]) ** 2 - noise)
+        if gap == 0:
+            return 0.0, math.inf
+        relative = 2 / self.state_dof + (4 * gap * noise + 2 * noise**2) / gap**2
+        return gap * self.state_var, max(1.0, 2 / relative)
 
 
-def moderated_variances(x: np.ndarray) -> tuple[np.ndarray, float]:
-    """Each row's moderated residual variance in the table x[v, s] (robust block effects),
-    and the dof each carries."""
+def fit_table(x: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, float]:
+    """In the table x[v, s]: each row's moderated residual variance, the dof each carries, its
+    sensitivity γ̂ to the robust block effects b, and Σ b²."""
+    sets = x.shape[1]
     centered = x - x.mean(axis=1, keepdims=True)
     block = np.median(centered, axis=0)
-    residual = centered - (block - block.mean())
-    own_dof = x.shape[1] - 1
+    block -= block.mean()
+    state_ss = float(block @ block)
+    fitted = sets >= 3 and state_ss > 0
+    sensitivity = centered @ block / state_ss if fitted else np.ones(x.shape[0])
+    residual = centered - sensitivity[:, None] * block
+    own_dof = sets - 2 if fitted else sets - 1
     own = (residual**2).sum(axis=1) / own_dof
     # the median of s² with ν dof is σ² · median(χ²_ν)/ν (0.45 σ² for ν = 1): unbias it
     prior = float(np.median(own)) * own_dof / scipy_stats.chi2(own_dof).median()
-    return (own_dof * own + PRIOR_DOF * prior) / (own_dof + PRIOR_DOF), own_dof + PRIOR_DOF
+    variances = (own_dof * own + PRIOR_DOF * prior) / (own_dof + PRIOR_DOF)
+    return variances, own_dof + PRIOR_DOF, sensitivity, state_ss if fitted else 0.0
 
 
 def block_of(ds: xr.Dataset) -> Block | None:
-    """The design's table of one rounds file; None where it gives no estimate."""
+    """The design's table of one rounds file (its state variance its own until Rounds pools
+    it); None where it gives no estimate."""
     complete = np.flatnonzero((ds["status"] == STATUS_OK).all("set").values)
     samples = ds["latency_s"].isel(variant=complete)
     logs = np.log(samples.sel(sample=WARM).transpose("variant", "set", "round").values)
@@ -91,17 +138,31 @@ def block_of(ds: xr.Dataset) -> Block | None:
     x = np.nanmedian(logs, axis=-1)
     if not np.isfinite(x).all():
         return None
-    variances, dof = moderated_variances(x)
+    variances, dof, sensitivity, state_ss = fit_table(x)
     frameworks, modes = samples["framework"].values.tolist(), samples["mode"].values.tolist()
     names = list(zip(frameworks, modes, variant_precisions(samples), strict=True))
     cost = (samples.sel(sample=AFTER_SWITCH) / samples.sel(sample=WARM)).median(("set", "round"))
-    return Block(
+    block = Block(
         means=dict(zip(names, x.mean(axis=1).tolist(), strict=True)),
         variances=dict(zip(names, variances.tolist(), strict=True)),
         variance_dof=dof,
         sets=x.shape[1],
         turn_cost=dict(zip(names, cost.values.tolist(), strict=True)),
+        sensitivity=dict(zip(names, sensitivity.tolist(), strict=True)),
+        state_ss=state_ss,
     )
+    return with_state_variance([block])[0]
+
+
+def with_state_variance(blocks: list[Block]) -> list[Block]:
+    """The blocks with the machine's state variance τ² pooled over those that fit γ (each
+    Σ b² with S − 1 dof)."""
+    fitted = [block for block in blocks if block.state_ss > 0]
+    dof = sum(block.sets - 1 for block in fitted)
+    if not dof:
+        return blocks
+    pooled = sum(block.state_ss for block in fitted) / dof
+    return [replace(block, state_var=pooled, state_dof=dof) for block in blocks]
 
 
 class Rounds:
@@ -121,6 +182,8 @@ class Rounds:
             if block is not None:
                 self.blocks[row] = block
             self._add_workers(row, ds)
+        rows = list(self.blocks)
+        self.blocks = dict(zip(rows, with_state_variance(list(self.blocks.values())), strict=True))
 
     def _add_workers(self, row: tuple[str, int], ds: xr.Dataset) -> None:
         ok = (ds["status"] == STATUS_OK).transpose("variant", "set").values
@@ -163,10 +226,20 @@ class Rounds:
         a, b = _variant(baseline), _variant(candidate)
         return block.means[a] - block.means[b], *block.se_dof(a, b)
 
+    def _state(self) -> dict[str, float | None]:
+        """The machine's state σ (log) pooled over the tables and its dof (None: not fitted)."""
+        block = next(iter(self.blocks.values()))
+        fitted = math.isfinite(block.state_dof)
+        return {
+            "state_sigma_log": math.sqrt(block.state_var) if fitted else None,
+            "state_dof": block.state_dof if fitted else None,
+        }
+
     def describe(self) -> str:
         """JSON for stats.nc's attributes: the batches and sets of the rounds, the median turn
         cost over every variant (its median sample right after a switch over the warm one) and
-        per (arch, batch) each variant's σ̃ (log) and turn cost; {} where none ran."""
+        per (arch, batch) each variant's σ̃ (log), sensitivity to the machine's state and turn
+        cost; the state's σ (log, τ) pooled over the tables and its dof; {} where none ran."""
         if not self.blocks:
             return "{}"
         costs = [c for block in self.blocks.values() for c in block.turn_cost.values()]
@@ -175,11 +248,13 @@ class Rounds:
                 "batches": sorted({batch for _, batch in self.blocks}),
                 "sets": sorted({block.sets for block in self.blocks.values()}),
                 "turn_cost_median": float(np.median(costs)),
+                **self._state(),
                 "tables": {
                     f"{arch}/b{batch}": {
                         "sigma_log": {
                             variant_name(*v): math.sqrt(s2) for v, s2 in b.variances.items()
                         },
+                        "sensitivity": {variant_name(*v): g for v, g in b.sensitivity.items()},
                         "turn_cost": {variant_name(*v): c for v, c in b.turn_cost.items()},
                     }
                     for (arch, batch), b in sorted(self.blocks.items())

@@ -1,0 +1,51 @@
+"""A finished sweep's statistics recomputed by this checkout's library, beside the sweep.
+
+    .venv/bin/python self_measurement/reanalyse.py SWEEP_DIR OUT_DIR [--config CONFIG]
+
+Reads SWEEP_DIR/results (the aggregated bench file, each system's hardware file and rounds
+files) as the `stats` rule does and writes OUT_DIR/summary/{stats.nc, stats.csv,
+comparisons.csv} with this checkout's analysis (stats settings from CONFIG's `stats` section,
+default SWEEP_DIR/config/config.yaml), so that a change of the statistics is measured on sweeps
+already run, before and after, without timing anything again; sweep_agreement.py compares the
+results (`OUT_DIR` takes the place of a sweep's results/). Nothing under SWEEP_DIR changes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+from pathlib import Path
+
+import yaml
+
+from fwbench.analysis.by_system import summarize_systems
+from fwbench.analysis.roofline import read_hardware_limits
+from fwbench.analysis.stats import StatsSettings, write_outputs
+from fwbench.io.bench_file import read_bench
+from fwbench.io.rounds_file import rounds_by_system
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("sweep", type=Path)
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--config", type=Path)
+    args = parser.parse_args()
+    config = yaml.safe_load((args.config or args.sweep / "config/config.yaml").read_text())
+    settings = StatsSettings.from_mapping(config.get("stats", {}), seed=config.get("seed", 0))
+    results = args.sweep / "results"
+    hardware = sorted((results / "hardware").glob("*.json"))
+    if not hardware:
+        raise SystemExit(f"no hardware file under {results / 'hardware'}: not a finished sweep")
+    limits = {path.stem: read_hardware_limits(str(path)) for path in hardware}
+    rounds = rounds_by_system(sorted(glob.glob(str(results / "rounds/*/*/b*/set*.nc"))))
+    bench = read_bench(results / "aggregate/bench.nc")
+    summary = summarize_systems(bench, limits, settings, rounds)
+    (args.out / "summary").mkdir(parents=True, exist_ok=True)
+    outputs = [args.out / "summary" / name for name in ("stats.nc", "stats.csv", "comparisons.csv")]
+    write_outputs(summary, *outputs)
+    print(f"{args.sweep}: statistics of {len(limits)} systems written under {args.out}/summary")
+
+
+if __name__ == "__main__":
+    main()
