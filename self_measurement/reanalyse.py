@@ -18,11 +18,8 @@ from pathlib import Path
 
 import yaml
 
-from fwbench.analysis.by_system import summarize_systems
-from fwbench.analysis.roofline import read_hardware_limits
+from fwbench.analysis.by_system import summarize_sweep
 from fwbench.analysis.stats import StatsSettings, write_outputs
-from fwbench.io.bench_file import read_bench
-from fwbench.io.rounds_file import rounds_by_system
 
 
 def main() -> None:
@@ -37,10 +34,10 @@ def main() -> None:
     hardware = sorted((results / "hardware").glob("*.json"))
     if not hardware:
         raise SystemExit(f"no hardware file under {results / 'hardware'}: not a finished sweep")
-    limits = {path.stem: read_hardware_limits(str(path)) for path in hardware}
-    rounds = rounds_by_system(sorted(glob.glob(str(results / "rounds/*/*/b*/set*.nc"))))
-    bench = read_bench(results / "aggregate/bench.nc")
-    summary = summarize_systems(bench, limits, settings, rounds)
+    rounds = sorted(glob.glob(str(results / "rounds/*/*/b*/set*.nc")))
+    summary, limits = summarize_sweep(
+        str(results / "aggregate/bench.nc"), {p.stem: str(p) for p in hardware}, rounds, settings
+    )
     (args.out / "summary").mkdir(parents=True, exist_ok=True)
     outputs = [args.out / "summary" / name for name in ("stats.nc", "stats.csv", "comparisons.csv")]
     write_outputs(summary, *outputs)

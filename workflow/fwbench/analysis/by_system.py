@@ -10,20 +10,40 @@ its own attributes, the layout the tables, figures and report read (the file: io
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
-from fwbench.analysis.roofline import HardwareLimits
+from fwbench.analysis.roofline import HardwareLimits, read_hardware_limits
 from fwbench.analysis.stats import StatsSettings, summarize
+from fwbench.io.bench_file import read_bench
 from fwbench.io.comparisons_file import fill_padding
 from fwbench.io.per_system import SYSTEM, SYSTEM_ATTRS, one_system
+from fwbench.io.rounds_file import rounds_by_system
 
 # Attributes of a summary that describe the statistics, not the system: kept global too.
 RUN_ATTRS = ("flags", "bootstrap", "title")
+
+
+def summarize_sweep(
+    bench: str,
+    hardware: Mapping[str, str],
+    rounds: Sequence[str],
+    settings: StatsSettings,
+) -> tuple[xr.Dataset, dict[str, HardwareLimits]]:
+    """A sweep's statistics from its files: the aggregate, each system's hardware file (by
+    system) and every rounds file; with each system's limits. The stats rule's reading, and
+    self_measurement/reanalyse.py's of a finished sweep."""
+    limits = {system: read_hardware_limits(path) for system, path in hardware.items()}
+    for system, found in limits.items():
+        for problem in found.problems:
+            logging.warning("roofline of %s: %s", system, problem)
+    summary = summarize_systems(read_bench(bench), limits, settings, rounds_by_system(rounds))
+    return summary, limits
 
 
 def summarize_systems(

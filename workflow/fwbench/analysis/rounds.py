@@ -24,18 +24,17 @@ it estimates a typical σ², not half of it), d₀ = PRIOR_DOF.
 The log speedup of B over A is μ̂[A] − μ̂[B] (each the mean over the sets): the ratio at the
 mean of the states the sweep's sets visited, an estimate of the one at the machine's mean
 state. Its error has two parts: the processes', (σ̃²[A] + σ̃²[B]) / S, and the states': the
-sweep's S sets are a sample of the machine's states, whose
-variance τ² is pooled over every table of the system (each table's Σ b[s]² / (S − 1): the same
-machine over the same sweep), so (γ[A] − γ[B])² τ² / S, with (γ̂[A] − γ̂[B])² less its expected
-estimation error (σ̃²[A] + σ̃²[B]) / Σ b[s]² (at least 0). Two variants that respond alike to the
-machine (two ONNX Runtime sessions, two XLA paths) get a narrow CI, two that respond unalike a
-wide one: the independent-residual model (γ = 1) gave every pair the sum of both variants'
-spreads, too wide for the first and too narrow for the second (both measured on three
-default sweeps with self_measurement/reanalyse.py and sweep_agreement.py: CHANGELOG,
-2026-12-07). Student's t at Welch–Satterthwaite's
-dof from the three terms' (fwbench.analysis.comparisons.judge decides). A variant that failed
-in any set is left out of its file's table (its comparisons fall back to the cells); a file
-with fewer than two sets or two complete variants gives no estimate.
+sweep's S sets are a sample of the machine's states, whose variance τ² is pooled over every
+table of the system (each table's Σ b[s]² / (S − 1): the same machine over the same sweep), so
+(γ[A] − γ[B])² τ² / S, with (γ̂[A] − γ̂[B])² less its expected estimation error
+(σ̃²[A] + σ̃²[B]) / Σ b[s]² (at least 0). Two variants that respond alike to the machine (two
+ONNX Runtime sessions, two XLA paths) get a narrow CI, two that respond unalike a wide one:
+the independent-residual model (γ = 1) gave every pair the sum of both variants' spreads, too
+wide for the first and too narrow for the second (both measured on three default sweeps with
+self_measurement/reanalyse.py and sweep_agreement.py: CHANGELOG, 2026-12-07). Student's t at
+Welch–Satterthwaite's dof from the three terms' (fwbench.analysis.comparisons.judge decides).
+A variant that failed in any set is left out of its file's table (its comparisons fall back
+to the cells); a file with fewer than two sets or two complete variants gives no estimate.
 """
 
 from __future__ import annotations
