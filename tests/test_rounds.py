@@ -26,6 +26,7 @@ from fwbench.io.rounds_file import read_rounds, rounds_by_system
 from fwbench.measure import turns
 from fwbench.measure.rounds import Variant, run_rounds
 from fwbench.memory.levels import cpu_list
+from fwbench.present.tables import rounds_rule
 
 import fake_adapter
 from plans import plan_of
@@ -75,6 +76,52 @@ def test_two_variants_that_respond_alike_to_the_machine_get_a_narrower_ci():
     unalike = block.se_dof(("torch", "eager", F32), ("jax", "jit", F32))[0]
     assert block.sensitivity[("jax", "jit", F32)] == pytest.approx(1.6, abs=0.15)
     assert unalike > 3 * alike
+
+
+def test_a_cells_share_of_the_machines_state_is_its_variants_sensitivity_squared():
+    """Rounds.state_variance, the state's term in a median's CI: γ²τ² of the variant in its
+    row's table, τ² pooled over the tables; a row that did not measure the variant takes its
+    γ² from the rows that did, a variant no table measured the mean over all; none fitted
+    without three sets."""
+    drift = (0.2, 0.1, -0.3)
+    mlp = rounds_dataset(SIX, [1e-3] * 6, [0.002] * 6, sensitivity=SENSITIVITY, set_drift=drift)
+    kept = [0, 1, 2, 4, 5]  # cnn's table lacks tensorflow eager; its median variant is still γ 1
+    cnn = rounds_dataset(
+        [SIX[i] for i in kept],
+        [1e-3] * 5,
+        [0.002] * 5,
+        sensitivity=[SENSITIVITY[i] for i in kept],
+        set_drift=drift,
+        arch="cnn",
+        seed=1,
+    )
+    rounds = Rounds([mlp, cnn])
+    centered = np.asarray(drift) - np.mean(drift)
+    tau2 = 2 * float(centered @ centered) / 4  # two tables × (3 sets − 1)
+    eager, dof = rounds.state_variance(key("torch", "eager"))
+    assert dof == 4 and eager == pytest.approx(tau2, rel=0.1)
+    assert rounds.state_variance(key("jax", "jit"))[0] == pytest.approx(1.6**2 * tau2, rel=0.1)
+    tf_eager = rounds.state_variance(key("tensorflow", "eager"))[0]
+    assert rounds.state_variance(key("tensorflow", "eager", arch="cnn"))[0] == tf_eager
+    assert rounds.state_variance(key("tensorflow", "eager", batch=8))[0] == tf_eager
+    mean_share = (2 * 1 + 2 * 1.6**2 + 2 * 0.5**2 + 2 * 1 + 1.6**2 + 2 * 0.5**2) / 11
+    unmeasured = rounds.state_variance(key("torch", "aoti"))[0]
+    assert unmeasured == pytest.approx(mean_share * tau2, rel=0.1)
+    two_sets = Rounds([synthetic_rounds([1e-3, 2e-3], [0.01] * 2, sets=2, set_drift=(0.1, -0.1))])
+    assert two_sets.state_variance(key("torch", "eager")) == (0.0, math.inf)
+    assert Rounds([]).state_variance(key("torch", "eager")) == (0.0, math.inf)
+
+
+def test_the_comparisons_rule_says_how_far_the_machines_state_moved_between_the_sets():
+    drift = (0.2, 0.1, -0.3)
+    rounds = Rounds([synthetic_rounds([1e-3, 2e-3, 3e-3], [0.002] * 3, set_drift=drift)])
+    described = json.loads(rounds.describe())
+    centered = np.asarray(drift) - np.mean(drift)
+    assert described["state_sigma_log"] == pytest.approx(math.sqrt(centered @ centered / 2), 0.1)
+    percent = 100 * (math.exp(described["state_sigma_log"]) - 1)
+    assert f"latency by σ {percent:.1f}%" in rounds_rule({"rounds": rounds.describe()})
+    two_sets = Rounds([synthetic_rounds([1e-3, 2e-3], [0.01] * 2, sets=2, set_drift=(0.1, -0.1))])
+    assert "state" not in rounds_rule({"rounds": two_sets.describe()})
 
 
 TWELVE = [

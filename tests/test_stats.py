@@ -287,8 +287,10 @@ def test_one_process_cells_take_the_spread_of_the_rounds_sets_and_their_warm_fir
     tmp_path,
 ):
     """Cells measured in one process: their CIs take σ pooled over the rounds' variants (a
-    fresh worker per set, the sets' drift in it), and their first call from a warm cache is
-    the median of the workers'; a cell the rounds did not measure has none."""
+    fresh worker per set, the sets' drift in it) and the machine's state over the sweep that
+    the rounds' sets saw (γ²τ², analysis.rounds), and their first call from a warm cache is
+    the median of the workers'; a cell the rounds did not measure has none, and its state
+    term is its variant's in the rows the rounds measured."""
     cells = [cell("torch", "eager", noisy(1e-3, seed=1)), cell("jax", "jit", noisy(2e-3, seed=2))]
     cells.append(cell("torch", "eager", noisy(3e-3, seed=3), batch=8))
     drift = (0.0, 0.1, -0.05)
@@ -308,8 +310,14 @@ def test_one_process_cells_take_the_spread_of_the_rounds_sets_and_their_warm_fir
     assert eager["process_sigma"].values.tolist() == pytest.approx([sigma, sigma])
     assert eager["process_count"].values.tolist() == [1, 1]
     one = eager.sel(batch=1)
+    state = one["state_sigma"].item()
+    centered = np.asarray(drift) - np.mean(drift)
+    assert state == pytest.approx(math.sqrt(centered @ centered / 2), rel=0.3)
+    assert eager.sel(batch=8)["state_sigma"].item() == state
     half = math.log(one["median_ci_high_s"].item() / one["median_s"].item())
-    assert half == pytest.approx(scipy_stats.t.ppf(0.975, 4) * sigma)
+    variance = sigma**2 + state**2
+    dof = variance**2 / (sigma**4 / 4 + state**4 / 2)  # 4 dof pooled, τ² 2 (3 sets − 1)
+    assert half == pytest.approx(scipy_stats.t.ppf(0.975, dof) * math.sqrt(variance))
     assert "over the variants of the rounds" in summary.attrs["median_ci_level"]
     assert one["first_call_warm_s"].item() == pytest.approx(0.6)  # 0.5, 0.6, 0.7
     assert np.isnan(eager.sel(batch=8)["first_call_warm_s"].item())

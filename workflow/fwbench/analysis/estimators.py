@@ -151,13 +151,15 @@ def ci_level(processes: int, spread: bool) -> str:
     if spread:
         return (
             f"between processes: cells measured in up to {processes} fresh process"
-            f"{'es' if processes > 1 else ''} (k, `process_count`); the medians' and the "
-            "compile speedups' CIs are median × exp(± t·σ/√k), σ the spread of log process "
-            "medians pooled over the system's cells measured in several processes (where none "
-            "was: over the variants of the rounds, a fresh worker in every set, the sets spread "
-            "over the sweep; fwbench.analysis.process_spread), so they cover between-process "
-            "and within-process variation; every ratio of two medians adds both cells' σ²/k "
-            "(Student's t)"
+            f"{'es' if processes > 1 else ''} (k, `process_count`); the medians' CIs are "
+            "median × exp(± t·√(σ²/k + γ²τ²)), σ the spread of log process medians pooled over "
+            "the system's cells measured in several processes (where none was: over the "
+            "variants of the rounds, a fresh worker in every set, the sets spread over the "
+            "sweep; fwbench.analysis.process_spread), γ²τ² how far the machine's state moved "
+            "the variant's latency between the rounds' sets (`state_sigma`; "
+            "fwbench.analysis.rounds), so they cover between-process, within-process and the "
+            "sweep's hour-to-hour variation; a ratio of two medians the rounds did not measure "
+            "together adds both cells' σ²/k (Student's t)"
         )
     return (
         "bootstrap over the timings of one process (medians' CIs and every ratio's standard "

@@ -14,6 +14,16 @@ random-effects model on log latency;
 self_measurement/process_variation.py measures how often it covers the median of more
 processes than it saw.
 
+A cell's processes ran minutes apart, in whatever state the machine was in then; on a cloud VM
+whose speed moves by the hour, σ holds little of that (sweep sC on the 2-core Xeon VM: σ 0.086,
+while its rounds' sets, spread over the sweep, saw a state σ of 0.18, and a 5-process rerun
+two hours later ran 0.74× its process 0). Where the rounds fitted the machine's state, the CI
+adds it as it reaches the variant, γ²τ² (fwbench.analysis.rounds.Rounds.state_variance), not
+divided by k: median × exp(± t · √(σ²/k + γ²τ²)), Welch–Satterthwaite's dof. The rerun's
+medians, held in 18 % of cells without it, are in 83 % with it (an honest CI of the latency at
+the machine's mean state holds a rerun made in another state less often than its level: both
+carry the state's variance: 83–88 % where it dominates, by the t of its dof).
+
 Why over the system, not per variant, and why not a robust scale: what differs between two
 processes is the host and the process's start (memory layout, allocator, thread placement),
 and on the 2-core VMs the variants' own σ (0.11–0.19 from about ten pairs each) differ no more
@@ -27,7 +37,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -71,12 +81,25 @@ def cell_sigma(by_process: np.ndarray, group_sigma: float) -> tuple[float, int]:
 
 
 def spread_ci(
-    median_s: float, sigma: float, processes: int, dof: int, confidence: float
+    median_s: float,
+    sigma: float,
+    processes: int,
+    dof: float,
+    confidence: float,
+    state: tuple[float, float] = (0.0, math.inf),
 ) -> tuple[float, float]:
-    """median × exp(± t · σ / √k); NaN without a σ."""
+    """median × exp(± t · √(σ² / k + γ²τ²)); `state` the machine's state's variance reaching
+    the cell over the sweep, γ²τ², and its dof (fwbench.analysis.rounds: not divided by k, a
+    cell's processes ran in the same sweep), Student's t at Welch–Satterthwaite's dof; NaN
+    without a σ."""
     if not (dof > 0 and processes > 0 and math.isfinite(sigma) and median_s > 0):
         return math.nan, math.nan
-    half = scipy_stats.t.ppf((1 + confidence) / 2, dof) * sigma / math.sqrt(processes)
+    terms = [(sigma * sigma / processes, dof), state]
+    variance = sum(v for v, _ in terms)
+    if variance == 0:
+        return median_s, median_s
+    dof = variance**2 / sum(v * v / d for v, d in terms if v)
+    half = scipy_stats.t.ppf((1 + confidence) / 2, dof) * math.sqrt(variance)
     return median_s * math.exp(-half), median_s * math.exp(half)
 
 
@@ -121,19 +144,28 @@ def spread_at(spreads: dict[str, np.ndarray], position: tuple) -> tuple[float, i
 
 
 def spread_cis(
-    spreads: dict[str, np.ndarray], ok: np.ndarray, median_s: np.ndarray, confidence: float
+    spreads: dict[str, np.ndarray],
+    ok: np.ndarray,
+    median_s: np.ndarray,
+    confidence: float,
+    state_of: Callable[[tuple], tuple[float, float]] = lambda position: (0.0, math.inf),
 ) -> dict[str, np.ndarray]:
-    """The medians' CIs from the spread between processes (fwbench.analysis.process_spread),
-    each cell's σ of log process medians and its count of usable processes."""
+    """The medians' CIs from the spread between processes and the machine's state over the
+    sweep (`state_of`: a cell's position to its γ²τ² and dof, spread_ci), each cell's σ of log
+    process medians, its state's σ (√γ²τ²) and its count of usable processes."""
     low, high = np.full(ok.shape, np.nan), np.full(ok.shape, np.nan)
+    state_sigma = np.full(ok.shape, np.nan)
     for position in zip(*np.nonzero(ok), strict=True):
         sigma, processes, dof = spread_at(spreads, position)
+        state = state_of(position)
+        state_sigma[position] = math.sqrt(state[0])
         low[position], high[position] = spread_ci(
-            median_s[position], sigma, processes, dof, confidence
+            median_s[position], sigma, processes, dof, confidence, state
         )
     return {
         "median_ci_low_s": low,
         "median_ci_high_s": high,
         "process_sigma": spreads["sigma"],
+        "state_sigma": state_sigma,
         "process_count": np.where(ok, spreads["processes"], np.nan),
     }

@@ -33,6 +33,8 @@ the independent-residual model (γ = 1) gave every pair the sum of both variants
 wide for the first and too narrow for the second (both measured on three default sweeps with
 self_measurement/reanalyse.py and sweep_agreement.py: CHANGELOG, 2026-12-07). Student's t at
 Welch–Satterthwaite's dof from the three terms' (fwbench.analysis.comparisons.judge decides).
+The same γ and τ² say how far the machine's state moved a cell's own latency over the sweep,
+γ²τ² (Rounds.state_variance), which every median's CI holds (fwbench.analysis.process_spread).
 A variant that failed in any set is left out of its file's table (its comparisons fall back
 to the cells); a file with fewer than two sets or two complete variants gives no estimate.
 """
@@ -107,6 +109,14 @@ class Block:
             return 0.0, math.inf
         relative = 2 / self.state_dof + (4 * gap * noise + 2 * noise**2) / gap**2
         return gap * self.state_var, max(1.0, 2 / relative)
+
+    def state_share(self, v: Variant) -> float:
+        """γ[v]², how much of the machine's state variance τ² reaches the variant's latency:
+        γ̂² less its expected estimation error σ̃²[v] / Σ b² (at least 0); NaN where γ is not
+        fitted."""
+        if self.state_ss == 0:
+            return math.nan
+        return max(0.0, self.sensitivity[v] ** 2 - self.variances[v] / self.state_ss)
 
 
 def fit_table(x: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, float]:
@@ -185,6 +195,13 @@ class Rounds:
             self._add_workers(row, ds)
         rows = list(self.blocks)
         self.blocks = dict(zip(rows, with_state_variance(list(self.blocks.values())), strict=True))
+        # per (row, variant) of the tables that fitted the state: γ² (Block.state_share)
+        self.state_shares = {
+            (row, v): block.state_share(v)
+            for row, block in self.blocks.items()
+            for v in block.means
+            if block.state_ss > 0
+        }
 
     def _add_workers(self, row: tuple[str, int], ds: xr.Dataset) -> None:
         ok = (ds["status"] == STATUS_OK).transpose("variant", "set").values
@@ -226,6 +243,22 @@ class Rounds:
             return None
         a, b = _variant(baseline), _variant(candidate)
         return block.means[a] - block.means[b], *block.se_dof(a, b)
+
+    def state_variance(self, key: CellKey) -> tuple[float, float]:
+        """How far the machine's state moved the cell's latency over the sweep, as a variance
+        of its log, γ²τ², with τ²'s dof: γ² of the variant in its row's table; for a variant
+        the rounds did not measure in that row, the mean of its γ² over the rows that measured
+        it, else over every variant (the typical one: γ = 1 on average); (0, inf) where no
+        table fitted the state."""
+        if not self.state_shares:
+            return 0.0, math.inf
+        v = _variant(key)
+        share = self.state_shares.get(((key.arch, key.batch), v))
+        if share is None:
+            same = [share for (_, other), share in self.state_shares.items() if other == v]
+            share = float(np.mean(same or list(self.state_shares.values())))
+        block = next(iter(self.blocks.values()))
+        return share * block.state_var, block.state_dof
 
     def _state(self) -> dict[str, float | None]:
         """The machine's state σ (log) pooled over the tables and its dof (None: not fitted)."""

@@ -2,12 +2,13 @@
 
 Per cell (framework, mode, arch, batch), from the warm iterations: median, mean, σ (ddof 1),
 CV %, IQR, min, p95 and a CI of the median (one process: a bootstrap,
-fwbench.analysis.estimators; several: the spread between processes,
-fwbench.analysis.process_spread); the speed canary's reading (fwbench.analysis.machine); the
-roofline metrics (fwbench.analysis.roofline); compile overhead (first call − median). Per
-compiled mode against the same framework's eager cell: speedup (eager median / compiled
-median) with a bootstrap CI of that ratio, and the break-even iteration count
-(fwbench.analysis.speedups). Per (arch, batch): the winners (fwbench.analysis.winners). Flags:
+fwbench.analysis.estimators; several: the spread between processes and the machine's state
+over the sweep, fwbench.analysis.process_spread); the speed canary's reading
+(fwbench.analysis.machine); the roofline metrics (fwbench.analysis.roofline); compile overhead
+(first call − median). Per compiled mode against the same framework's eager cell: speedup
+(eager median / compiled median) with a bootstrap CI of that ratio, and the break-even
+iteration count (fwbench.analysis.speedups). Per (arch, batch): the winners
+(fwbench.analysis.winners). Flags:
 `high_cv` (CV above the threshold), `contended` (the machine was busy during the cell),
 `invalid_fast` (faster than the roofline allows), `not_compiled` (a compiled mode that the
 framework ran eagerly). Failed cells stay in every output as failed rows with their error.
@@ -156,10 +157,12 @@ def _cell_statistics(
     coords: tuple[list, ...],
     settings: StatsSettings,
     spreads: dict[str, np.ndarray] | None,
+    together: Rounds,
 ) -> dict[str, np.ndarray]:
     """Per cell: the descriptive statistics, the median's CI (from the spread between
-    processes, `spreads`; without one, a bootstrap, each cell seeded from its name), the
-    aggregate's values for succeeded cells (FROM_CELLS) and the compile overhead."""
+    processes, `spreads`, and the machine's state over the sweep, `together`'s; without a
+    spread, a bootstrap, each cell seeded from its name), the aggregate's values for
+    succeeded cells (FROM_CELLS) and the compile overhead."""
     cells: dict[str, np.ndarray] = describe(latency)
     if spreads is None:
         names = np.array(["/".join(map(str, key)) for key in itertools.product(*coords)])
@@ -172,9 +175,15 @@ def _cell_statistics(
             settings.seed,
         )
         cells["process_sigma"] = np.full(ok.shape, np.nan)
+        cells["state_sigma"] = np.full(ok.shape, np.nan)
         cells["process_count"] = np.where(ok, 1.0, np.nan)
     else:
-        cells |= spread_cis(spreads, ok, cells[V.median_s], settings.confidence)
+
+        def state_of(position: tuple) -> tuple[float, float]:
+            named = {d: coord[i] for d, coord, i in zip(CELL_DIMS, coords, position, strict=True)}
+            return together.state_variance(CellKey.of(named))
+
+        cells |= spread_cis(spreads, ok, cells[V.median_s], settings.confidence, state_of)
     for name in FROM_CELLS:
         cells[name] = np.where(ok, cell_values(bench, name), np.nan)
     cells["compile_overhead_s"] = cells[V.first_call_s] - cells[V.median_s]
@@ -240,8 +249,9 @@ def summarize(
     """stats.nc as a Dataset: per-cell statistics, speedups, winners; provenance in attrs.
     The samples the canary marks slow are dropped or kept (settings.slow_samples), then a
     cell's processes are pooled (analysis.processes); with more than one, the medians' CIs come
-    from the spread between processes (analysis.process_spread); the system's rounds files own
-    the ratios of the variants they measured together (analysis.rounds)."""
+    from the spread between processes (analysis.process_spread) and the machine's state between
+    the rounds' sets; the system's rounds files own the ratios of the variants they measured
+    together (analysis.rounds)."""
     bench = one_system(bench)  # raises for several: summarize them one at a time
     process_count = processes(bench)
     bench, dropped = apply_choice(bench, settings.slow_samples)
@@ -252,7 +262,7 @@ def summarize(
     ok = cell_values(bench, "status").astype(object) == STATUS_OK
     latency, by_process = _timings(bench, ok)
     spreads = cell_spreads(by_process, ok, together.process_tables())
-    cells = _cell_statistics(bench, latency, ok, coords, settings, spreads)
+    cells = _cell_statistics(bench, latency, ok, coords, settings, spreads, together)
     order = [d for d in (*CELL_DIMS, "process") if d in dropped.dims]
     cells["slow_samples_dropped"] = np.where(ok, dropped_total(dropped.transpose(*order)), np.nan)
     cells |= {name: np.where(ok, counts, np.nan) for name, counts in slow.items()}

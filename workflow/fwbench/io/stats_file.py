@@ -44,11 +44,12 @@ from fwbench.io.variables import V
 # undetermined at one level, the winners' contenders, ratio CI and p in place of the tie and
 # Holm's p, deployment_verdict, compile_equivalent_cells. 5: the precision dimension (every
 # cell variable over it; the comparisons name their precision). 6: low_precision_share and
-# kernel_precision (what a low-precision cell computed in), the flag upcast.
-SCHEMA_VERSION = 6
+# kernel_precision (what a low-precision cell computed in), the flag upcast. 7: state_sigma
+# (the machine's state over the sweep, in the medians' CIs).
+SCHEMA_VERSION = 7
 PRECISION = "precision"
 VIEW_DIMS = tuple(d for d in CELL_DIMS if d != PRECISION)  # a StatsView's cell dimensions
-READABLE = (6,)
+READABLE = (7,)
 WHAT = "statistics file"
 RERUN = "the stats rule (snakemake --forcerun stats)"
 

@@ -419,6 +419,12 @@ SPEEDUPS = (
 )
 QUALITY = (
     _stat("process_sigma", "1", "σ of log process medians used for the median's CI"),
+    _stat(
+        "state_sigma",
+        "1",
+        "σ of the log latency the machine's state moved over the sweep (the rounds' γ·τ), in"
+        " the median's CI",
+    ),
     _stat("process_count", "1", "the cell's processes"),
     _stat("slow_samples_dropped", "1", "samples the slow-sample choice dropped"),
     _stat("canary_rho", "1", "Spearman ρ between the samples and the canary's speed factor"),

@@ -137,7 +137,20 @@ def rounds_rule(attrs: Mapping) -> str:
         f"{'/'.join(map(str, sets))} sets of fresh processes (the sets are blocks; each "
         "variant's spread between them is its own, moderated); a turn's first sample, right "
         f"after another variant ran, is {fixed(rounds['turn_cost_median'] - 1, 100, 1)}% slower "
-        "than the next (median over variants), and the ratios use the next."
+        "than the next (median over variants), and the ratios use the next." + _state(rounds)
+    )
+
+
+def _state(rounds: Mapping) -> str:
+    """The machine's state between the rounds' sets, in words; '' where none was fitted."""
+    sigma = rounds.get("state_sigma_log")
+    if sigma is None:
+        return ""
+    return (
+        f" Between the sets the machine's state moved a typical variant's latency by σ "
+        f"{fixed(math.exp(sigma) - 1, 100, 1)}%, each variant by its own sensitivity: a pair "
+        "that responds unalike gets that in its CI, and every median's CI holds its own "
+        "share (`state_sigma`)."
     )
 
 
