@@ -22,6 +22,7 @@ from fwbench.analysis.process_spread import (
     log_ratio_spread,
     pooled_sigma,
     spread_ci,
+    spread_cis,
 )
 from fwbench.analysis.roofline import HardwareLimits
 from fwbench.analysis.stats import StatsSettings, summarize
@@ -116,6 +117,9 @@ def test_a_variant_whose_processes_happened_to_agree_takes_the_systems_spread():
     assert agreeing == pytest.approx(np.full(5, expected), rel=0.01)
     assert differing == pytest.approx(np.full(5, np.log(1.3) / np.sqrt(2)), rel=0.01)
     assert (spreads["dof"] == 10).all() and (spreads["processes"] == 2).all()
+    ok = np.ones(by_process.shape[:4], dtype=bool)
+    cis = spread_cis(spreads, ok, np.full(ok.shape, 1e-3), 0.95)  # no rounds: no state fitted
+    assert np.isnan(cis["state_sigma"]).all() and np.isfinite(cis["median_ci_low_s"]).all()
 
 
 def ratio_ci(ratio: float, spreads, confidence: float) -> tuple[float, float]:

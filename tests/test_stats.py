@@ -326,7 +326,7 @@ def test_one_process_cells_take_the_spread_of_the_rounds_sets_and_their_warm_fir
 def test_without_rounds_or_processes_the_ci_is_one_process_bootstrap(tmp_path):
     summary = summarize(bench_of(tmp_path, [cell("torch", "eager", noisy(1e-3))]), LIMITS, SETTINGS)
     assert summary.attrs["median_ci_level"].startswith("bootstrap over the timings of one process")
-    assert np.isnan(summary["process_sigma"]).all()
+    assert np.isnan(summary["process_sigma"]).all() and np.isnan(summary["state_sigma"]).all()
 
 
 def test_compile_speedup_overhead_and_break_even_per_compiled_mode(tmp_path):

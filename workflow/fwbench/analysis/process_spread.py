@@ -152,13 +152,14 @@ def spread_cis(
 ) -> dict[str, np.ndarray]:
     """The medians' CIs from the spread between processes and the machine's state over the
     sweep (`state_of`: a cell's position to its γ²τ² and dof, spread_ci), each cell's σ of log
-    process medians, its state's σ (√γ²τ²) and its count of usable processes."""
+    process medians, its state's σ (√γ²τ²; NaN where the rounds fitted no state) and its count
+    of usable processes."""
     low, high = np.full(ok.shape, np.nan), np.full(ok.shape, np.nan)
     state_sigma = np.full(ok.shape, np.nan)
     for position in zip(*np.nonzero(ok), strict=True):
         sigma, processes, dof = spread_at(spreads, position)
         state = state_of(position)
-        state_sigma[position] = math.sqrt(state[0])
+        state_sigma[position] = math.sqrt(state[0]) if math.isfinite(state[1]) else math.nan
         low[position], high[position] = spread_ci(
             median_s[position], sigma, processes, dof, confidence, state
         )
