@@ -112,10 +112,8 @@ class Block:
 
     def state_share(self, v: Variant) -> float:
         """γ[v]², how much of the machine's state variance τ² reaches the variant's latency:
-        γ̂² less its expected estimation error σ̃²[v] / Σ b² (at least 0); NaN where γ is not
-        fitted."""
-        if self.state_ss == 0:
-            return math.nan
+        γ̂² less its expected estimation error σ̃²[v] / Σ b² (at least 0); for a table that
+        fitted γ (state_ss > 0)."""
         return max(0.0, self.sensitivity[v] ** 2 - self.variances[v] / self.state_ss)
 
 
