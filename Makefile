@@ -1,4 +1,6 @@
-# make run: the default sweep. make test: the whole test suite. Both set up .venv first.
+# make run: the default sweep. make test: lint and the whole test suite (CI). make test-fast: the
+# fast layer for the edit-test loop; test-torch, test-jax, test-tensorflow, test-e2e: one layer.
+# All set up .venv first. The layers: tests/layers.py; which test is where: docs/architecture.md.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -7,7 +9,7 @@ CORES ?= 8
 # More snakemake arguments for `make run`, e.g. RUN_ARGS="--configfile config/test.yaml".
 RUN_ARGS ?=
 
-.PHONY: setup run test lint format clean-venv
+.PHONY: setup run test test-fast test-torch test-jax test-tensorflow test-e2e lint format clean-venv
 
 setup: $(STAMP)
 
@@ -36,8 +38,13 @@ format: setup
 	$(BIN)/ruff check --fix .
 	$(BIN)/snakefmt Snakefile workflow/rules
 
+# Each layer in a pytest process of its own; every layer runs, and the last lines count them all.
+TEST_ENV := PATH="$(CURDIR)/$(BIN):$$PATH"
 test: setup lint
-	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest
+	$(TEST_ENV) $(BIN)/python tests/run_layers.py
+
+test-fast test-torch test-jax test-tensorflow test-e2e: test-%: setup
+	$(TEST_ENV) $(BIN)/python -m pytest -m $*
 
 clean-venv:
 	rm -rf $(VENV)

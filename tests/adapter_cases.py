@@ -7,6 +7,8 @@ adapter does) and tests/test_<framework>_extras.py (what only one does) share it
 from __future__ import annotations
 
 import functools
+import importlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -25,6 +27,8 @@ from fwbench.model import reference
 from fwbench.model.specs import build_spec
 from fwbench.model.weights import Weights, make_input, make_weights
 
+from layers import FRAMEWORK_IMPORTS, FRAMEWORK_LAYERS
+
 FRAMEWORKS = tuple(frameworks.MODES)
 TOLERANCE = 1e-4  # normwise relative error, float32 against the float64 reference
 BATCH = 2
@@ -35,12 +39,37 @@ SMALL_DIMS: dict[str, dict[str, Any]] = {
     "lstm": {"input": 8, "hidden": 16, "layers": 2, "seq_len": 5},
     "transformer": {"d_model": 16, "heads": 4, "ff": 32, "layers": 2, "seq_len": 6},
 }
-# The top-level modules of each framework (as tests/test_layout.py assigns them).
+# The top-level modules of each framework (tests/layers.py names them once).
 FRAMEWORK_MODULES = {
-    "torch": {"torch"},
-    "jax": {"jax", "jaxlib", "optax"},
-    "tensorflow": {"tensorflow", "keras"},
+    framework: {module for module, owner in FRAMEWORK_IMPORTS.items() if owner == framework}
+    for framework in FRAMEWORK_LAYERS
 }
+
+
+class LazyModule(ModuleType):
+    """A module imported at its first attribute read: a framework's test module names it at
+    module level without importing it while pytest collects (no layer pays another's import).
+    With `attribute`, the module that attribute of the imported one holds."""
+
+    def __init__(self, name: str, attribute: str | None = None) -> None:
+        super().__init__(name)
+        self._attribute = attribute
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):  # pytest's collection probes (__test__, _pytestfixture...)
+            raise AttributeError(name)
+        module = importlib.import_module(self.__name__)
+        return getattr(getattr(module, self._attribute) if self._attribute else module, name)
+
+
+def lazy_import(name: str, attribute: str | None = None) -> ModuleType:
+    """`name` (or its `attribute`), imported when first used; skips the calling test module
+    where its framework is not installed (as pytest.importorskip, without importing it)."""
+    parts = name.split(".")
+    framework = parts[2] if parts[:2] == ["fwbench", "frameworks"] else parts[0]
+    if importlib.util.find_spec(framework) is None:
+        pytest.skip(f"{framework} is not installed", allow_module_level=True)
+    return LazyModule(name, attribute)
 
 
 def adapter(framework: str) -> ModuleType:

@@ -1,7 +1,15 @@
-"""Shared test helpers: the repository root, a snakemake runner with a hard timeout, a
-function run in a fresh process, and every test's CPU affinity put back after it. The
-session's torch inductor cache starts empty, as a cell's process 0 does (a persistent one
-would serve the tests' compilations from an earlier session's, which record no eager ops)."""
+"""Shared test helpers: the test layers, the repository root, a snakemake runner with a hard
+timeout, a function run in a fresh process, and every test's CPU affinity put back after it.
+The session's torch inductor cache starts empty, as a cell's process 0 does (a persistent one
+would serve the tests' compilations from an earlier session's, which record no eager ops).
+
+Every test belongs to exactly one layer, a marker (`pytest -m fast`, `-m torch`, ...; the
+commands: README.md, tests/run_layers.py): the nearest explicit layer marker (function, class,
+module), else `e2e` where it reads the smoke sweep (`smoke_run`), else, where it is marked
+`per_framework`, the layer of its `framework` parameter, else `fast`. A fast-layer test that
+imports a framework, itself or in a subprocess (tests/import_probe), fails naming it: the fast
+layer never pays a framework's import or compile.
+"""
 
 from __future__ import annotations
 
@@ -16,10 +24,99 @@ from pathlib import Path
 import pytest
 import yaml
 
+from layers import FRAMEWORK_IMPORTS, FRAMEWORK_LAYERS, LAYERS
+
 REPO = Path(__file__).resolve().parents[1]
+
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="fwbench-tests-inductor-")
 atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], True)
+
+
+PER_FRAMEWORK = "per_framework"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for layer, what in LAYERS.items():
+        config.addinivalue_line("markers", f"{layer}: {what}")
+    config.addinivalue_line(
+        "markers", f"{PER_FRAMEWORK}: each case goes to the layer of its `framework` parameter"
+    )
+    config.addinivalue_line("markers", "slurm: the e2e tests through a local SLURM cluster")
+
+
+def layer_of(item: pytest.Item) -> str:
+    """The one layer a test belongs to (the module docstring says the rule)."""
+    for marker in item.iter_markers():  # nearest first
+        if marker.name in LAYERS:
+            return marker.name
+    if "smoke_run" in getattr(item, "fixturenames", ()):
+        return "e2e"
+    callspec = getattr(item, "callspec", None)
+    framework = callspec.params.get("framework") if callspec else None
+    per_framework = any(marker.name == PER_FRAMEWORK for marker in item.iter_markers())
+    return framework if per_framework and framework in FRAMEWORK_LAYERS else "fast"
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Each test gets its layer's marker, before `-m` selects (tryfirst)."""
+    for item in items:
+        layer = layer_of(item)
+        if item.get_closest_marker(layer) is None:
+            item.add_marker(layer)
+
+
+def frameworks_imported() -> set[str]:
+    return {owner for name, owner in FRAMEWORK_IMPORTS.items() if name in sys.modules}
+
+
+_BEFORE_COLLECTING: dict[str, set[str]] = {}
+_IMPORTED_BY_MODULE: dict[str, set[str]] = {}
+
+
+def pytest_collectstart(collector: pytest.Collector) -> None:
+    if isinstance(collector, pytest.Module):
+        _BEFORE_COLLECTING[collector.nodeid] = frameworks_imported()
+
+
+def pytest_collectreport(report: pytest.CollectReport) -> None:
+    if report.nodeid in _BEFORE_COLLECTING:
+        new = frameworks_imported() - _BEFORE_COLLECTING.pop(report.nodeid)
+        if new:
+            _IMPORTED_BY_MODULE[report.nodeid] = new
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Collecting imports no framework, so that no layer pays for another's imports."""
+    if _IMPORTED_BY_MODULE:
+        raise pytest.UsageError(
+            "importing these test modules imported a framework (import it inside the test): "
+            + ", ".join(f"{module}: {sorted(new)}" for module, new in _IMPORTED_BY_MODULE.items())
+        )
+
+
+IMPORT_PROBE = Path(__file__).parent / "import_probe"  # its sitecustomize notes imports
+
+
+@pytest.fixture(autouse=True)
+def _fast_layer_imports_no_framework(request: pytest.FixtureRequest, monkeypatch, tmp_path_factory):
+    """A fast-layer test that imports a framework, in this process or in any Python process it
+    starts (tests/import_probe), fails naming it and the layer to move to."""
+    if layer_of(request.node) != "fast":
+        yield
+        return
+    log = tmp_path_factory.mktemp("imports") / "frameworks.log"
+    monkeypatch.setenv("FWBENCH_FRAMEWORK_IMPORT_LOG", str(log))
+    paths = [str(IMPORT_PROBE), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+    before = frameworks_imported()
+    yield
+    imported = frameworks_imported() - before
+    lines = log.read_text().splitlines() if log.exists() else []
+    started = {line.split("\t")[0]: line.split("\t")[1] for line in lines}
+    assert not imported, f"a fast-layer test imported {sorted(imported)}: mark it with that layer"
+    assert not started, f"a fast-layer test's subprocess imported a framework: {started}"
 
 
 @pytest.fixture(autouse=True)
@@ -61,6 +158,15 @@ def snakemake(
 def workdir(tmp_path: Path) -> Path:
     """A scratch working directory for a workflow run (results/ lands here)."""
     return tmp_path
+
+
+@pytest.fixture(scope="session")
+def synthetic_sweep(tmp_path_factory):
+    """The synthetic sweep (tests/synthetic.py: cells → aggregate → stats), built once per
+    session; modules take a copy of it (`synthetic.copy_of`)."""
+    from synthetic import synthetic_results
+
+    return synthetic_results(tmp_path_factory.mktemp("synthetic-sweep"))
 
 
 SMOKE = str(REPO / "config/test.yaml")

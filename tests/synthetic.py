@@ -10,6 +10,7 @@ uncompiled. `training_runs` writes two stacked training runs, one failed.
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -221,6 +222,18 @@ def synthetic_results(root: Path) -> SyntheticResults:
     return SyntheticResults(
         root, bench_path, out / "stats.nc", out / "stats.csv", out / "tables", hardware_path
     )
+
+
+def copy_of(results: SyntheticResults, root: Path) -> SyntheticResults:
+    """A private copy of `results` under `root` (a test module that adds files to its copy
+    leaves the others' alone): the session builds the synthetic sweep once (conftest's
+    `synthetic_sweep`), each module takes a copy."""
+    shutil.copytree(results.root, root, dirs_exist_ok=True)
+    moved = {
+        name: root / getattr(results, name).relative_to(results.root)
+        for name in ("bench", "stats", "stats_csv", "tables", "hardware")
+    }
+    return SyntheticResults(root, **moved)
 
 
 def aggregate_of(tmp_path: Path, cells: list[Cell]):

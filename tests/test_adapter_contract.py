@@ -48,6 +48,8 @@ from adapter_cases import (
     small_runner,
 )
 
+pytestmark = pytest.mark.per_framework
+
 MODES = frameworks.MODES
 # The (framework, arch, mode) a deployment path cannot convert, with the converter's message:
 # LiteRT's builtin ops have no dynamic-length recurrence (the Keras RNN's TensorList), so the

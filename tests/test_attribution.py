@@ -105,6 +105,7 @@ def test_the_tensorflow_reader_reads_the_profile_under_a_directory(tensorflow_pr
     ]
 
 
+@pytest.mark.jax
 def test_the_jax_reader_gives_each_event_its_name_and_whole_nanoseconds():
     pytest.importorskip("jax")
     from jax.profiler import ProfileData

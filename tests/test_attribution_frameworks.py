@@ -16,6 +16,8 @@ import pytest
 
 from conftest import in_fresh_process
 
+pytestmark = pytest.mark.per_framework
+
 DEEP_NARROW = ("mlp", {"input": 16, "hidden": [16] * 16, "classes": 4}, 1)
 LARGE_GEMM = ("mlp", {"input": 1024, "hidden": [1024], "classes": 1024}, 128)
 COMPILED = {"torch": "compiled", "jax": "jit", "tensorflow": "xla"}
@@ -77,7 +79,6 @@ def _measured(framework: str) -> dict[tuple[str, str], dict]:
 # kernel share here (its aten ops' self time beyond the floor add's: a 16x16 addmm's library
 # call does more than a 1-element add) measured 20-26% over 5 runs, jax's and TensorFlow's
 # about 1-2%; dispatch is at least twice the kernels in all three.
-@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_dispatch_dominates_a_deep_narrow_model(framework):
     rows = _measured(framework)
@@ -91,7 +92,6 @@ def test_dispatch_dominates_a_deep_narrow_model(framework):
     assert compiled["attr_dispatches"] < eager["attr_dispatches"], compiled  # one launch
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_kernels_dominate_a_large_gemm_eager_and_compiled(framework):
     rows = _measured(framework)
@@ -135,7 +135,7 @@ def write_profile(framework: str, directory: str) -> None:
 # lines and event names, times within the nanosecond jax's truncation may take, every event
 # inside the profiled window (the profilers count from the session's start), and the three
 # calls' dispatches by the names the adapters' rules look for (nested ones counted once).
-@pytest.mark.slow
+@pytest.mark.tensorflow  # jax's and tensorflow's profilers, each in a fresh process
 @pytest.mark.parametrize(
     "writer, dispatch", [("jax", "PjitFunction(<lambda>)"), ("tensorflow", "TFE_Py_Execute")]
 )

@@ -206,7 +206,6 @@ def test_a_cell_without_a_baseline_says_why(fake, tmp_path):
     assert np.isnan(ds["speed_factor"]).all()
 
 
-@pytest.mark.slow
 def test_a_hog_on_the_cells_core_is_caught_and_a_quiet_cell_is_not(fake, tmp_path):
     request, core = fake
     quiet = _run(request, tmp_path / "quiet.nc")

@@ -81,7 +81,7 @@ def test_a_correct_adapter_passes_every_arch_and_mode(monkeypatch):
         assert row["error"] == ""
         assert 0 <= row["max_rel_err"] < 1e-6  # float32 rounding only
         assert set(row) == set(checks.EQUIVALENCE_COLUMNS)
-        assert row["seconds"] > 0  # what the row cost the job (sweep_breakdown's precisions)
+        assert row["seconds"] > 0  # what the row cost the job (fwbench breakdown's precisions)
         assert math.isnan(row["saturated"]) and math.isnan(row["saturated_of"])  # no quantization
 
 
@@ -292,6 +292,7 @@ REAL_DIMS = {
 }
 
 
+@pytest.mark.per_framework
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_the_real_adapter_matches_the_reference_in_eager_mode(framework):
     pytest.importorskip(framework)
@@ -304,7 +305,7 @@ def test_the_real_adapter_matches_the_reference_in_eager_mode(framework):
     assert flops[0]["note"], flops[0]  # a count says how it was made; a missing one says why
 
 
-@pytest.mark.slow
+@pytest.mark.per_framework
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_a_wider_mlp_from_the_config_needs_no_code_change_in_any_mode(framework):
     pytest.importorskip(framework)
@@ -317,6 +318,7 @@ def test_a_wider_mlp_from_the_config_needs_no_code_change_in_any_mode(framework)
         assert row["pass"] is True, row
 
 
+@pytest.mark.torch
 def test_torch_flop_counter_agrees_exactly_with_the_analytic_matmul_flops():
     """An independent count of the cost model: FlopCounterMode is exact for addmm/conv/RNN
     (it counts 0 for nn.LSTM and the fused attention path, so those are not compared)."""
@@ -357,6 +359,7 @@ def _run_script(tmp_path, **args):
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.jax
 def test_the_checks_script_writes_both_csvs_and_imports_only_its_framework(tmp_path):
     pytest.importorskip("jax")
     params = {

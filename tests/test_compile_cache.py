@@ -50,6 +50,7 @@ def test_a_framework_without_an_on_disk_cache_records_none():
     assert compile_cache.prepare(tf_cell, "/nonexistent") == ({}, compile_cache.NONE)
 
 
+@pytest.mark.jax
 def test_jax_keeps_its_persistent_compilation_cache_for_every_executable(tmp_path):
     # jax reads these variables (its config flags' names, upper-cased): a quick jit is kept
     pytest.importorskip("jax")

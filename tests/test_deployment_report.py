@@ -76,18 +76,33 @@ def test_the_onnx_exporters_stand_side_by_side_in_the_one_runtime(stats):
     assert row.rstrip(" |").endswith("1.20")  # 60 µs / 50 µs
 
 
-def test_the_support_matrix_gives_a_converters_reason_without_its_source_location():
-    failed = {
-        "framework": "tensorflow",
-        "mode": "litert",
-        "arch": "lstm",
-        "status": "failed",
-        "error_type": "ConverterError",
-        "error_message": "/x/tracing.py:283:1: error: 'tf.TensorListReserve' op requires a "
-        "static element_shape\n        concrete_function = _create(\n^\n/x/f.py:1:1: note: ...",
-    }
+CONVERTER_FAILURE = {
+    "framework": "tensorflow",
+    "mode": "litert",
+    "arch": "lstm",
+    "status": "failed",
+    "error_type": "ConverterError",
+    "error_message": "/x/tracing.py:283:1: error: 'tf.TensorListReserve' op requires a "
+    "static element_shape\n        concrete_function = _create(\n^\n/x/f.py:1:1: note: ...",
+}
+
+
+def test_the_support_matrix_says_what_a_path_does_not_support_in_the_converters_words():
+    failed = CONVERTER_FAILURE
     matrix = support_matrix([failed, failed | {"arch": "mlp", "status": "ok"}])
-    reason = "failed: ConverterError: 'tf.TensorListReserve' op requires a static element_shape |"
+    reason = (
+        "not supported: converter needs Flex ops (ConverterError: 'tf.TensorListReserve' op "
+        "requires a static element_shape) |"
+    )
     assert reason in matrix
     assert "concrete_function" not in matrix and "note:" not in matrix
     assert "tracing.py" not in matrix and "| mlp | exported |" in matrix
+
+
+def test_the_support_matrix_calls_any_other_export_error_a_failure():
+    failed = CONVERTER_FAILURE | {"arch": "cnn", "error_message": "error: out of memory"}
+    matrix = support_matrix([failed])
+    assert "| cnn | failed: ConverterError: out of memory |" in matrix
+    # the same refusal on another path is no refusal of that path's
+    onnx = CONVERTER_FAILURE | {"mode": "onnxrt"}
+    assert "failed: ConverterError:" in support_matrix([onnx])

@@ -551,7 +551,7 @@ def _wait_until_blocked_on(lock: Path, job: subprocess.Popen, timeout_s: float =
     raise AssertionError(f"the script did not wait for {lock} within {timeout_s} s")
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # the hardware job with every framework's GEMM
 def test_the_script_waits_for_the_lock_and_writes_a_json_with_every_field(tmp_path):
     output, lock, log = tmp_path / "hw" / "host-cpu.json", tmp_path / "lock", tmp_path / "hw.log"
     frameworks = ["torch", "jax", "tensorflow"]

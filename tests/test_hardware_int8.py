@@ -92,6 +92,7 @@ def test_onnx_runtimes_int8_gemm_is_exact_and_counts_two_operations_per_multiply
     assert first["flops"] == 2 * 64**3 and first["flops_per_s"] > 0
 
 
+@pytest.mark.tensorflow
 def test_a_framework_without_an_int8_gemm_records_why():
     result = workers.run_worker(
         "tensorflow", "gemm", _sweep(["int8"]), threads=1, device="cpu", timeout_s=300
@@ -104,6 +105,7 @@ def _bf16_cpu() -> bool:
     return bool(isa["avx512_bf16"] or isa["amx_bf16"])
 
 
+@pytest.mark.torch
 @pytest.mark.skipif(not _bf16_cpu(), reason="the CPU has no bf16 GEMM instruction")
 def test_the_kernel_pass_finds_the_bf16_instruction_a_large_torch_gemm_ran():
     result = workers.run_worker(

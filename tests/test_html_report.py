@@ -22,7 +22,7 @@ from fwbench.present.report import ReportInputs, load_context, render
 from fwbench.present.report.html_page import findings_page, markdown_html
 
 from conftest import REPO, SMOKE
-from synthetic import hardware_document, synthetic_results
+from synthetic import copy_of, hardware_document
 
 FINDINGS_CATEGORY = "1. Findings"
 
@@ -69,8 +69,8 @@ def findings_lines(report: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    return synthetic_results(tmp_path_factory.mktemp("html_report"))
+def results(synthetic_sweep, tmp_path_factory):
+    return copy_of(synthetic_sweep, tmp_path_factory.mktemp("html_report"))
 
 
 EQUIVALENCE = """arch,framework,mode,max_abs_err,max_rel_err,tolerance,pass,error
@@ -121,6 +121,8 @@ def test_the_findings_page_carries_report_mds_cross_checks_verdict(pages):
     assert "failing: jax/jit/lstm" in verdict
     assert plain(verdict) in shown(page)
     assert "<strong>Cross-checks:</strong>" in page
+    # the findings first, the verdict after them
+    assert page.index("<h2>Findings</h2>") < page.index("<strong>Cross-checks:</strong>")
 
 
 def test_each_system_has_its_findings_on_the_page(results, tmp_path):
@@ -135,7 +137,7 @@ def test_each_system_has_its_findings_on_the_page(results, tmp_path):
     page = findings_page(load_context(inputs, tmp_path / "report.md"))
     for system in ("a", "b"):
         assert f"<h2>Findings: system <code>{system}</code></h2>" in page
-    assert shown(page).count("Winners at batch 32") == 2
+    assert shown(page).count("Comparisons at batch 32") == 2
 
 
 def test_markdown_html_renders_headings_lists_paragraphs_code_and_bold():
@@ -248,14 +250,14 @@ def landings(pages, tmp_path_factory) -> dict[str, str]:
     return found
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # snakemake --report renders the landing text
 def test_the_landing_text_prints_no_python_list_or_dict(landings):
     for name, text in landings.items():
         shown_text = shown(text)
         assert not re.search(r"[\[{]\s*['\"]|[\[{][\]}]|None", shown_text), (name, shown_text)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # snakemake --report renders the landing text
 def test_the_landing_text_names_every_configured_mode_of_every_framework(landings):
     smoke = yaml.safe_load(Path(SMOKE).read_text())
     with_variants = smoke["modes"] | SYSTEMS["modes"]
@@ -266,7 +268,7 @@ def test_the_landing_text_names_every_configured_mode_of_every_framework(landing
     assert "torch: eager, compiled_fast, aoti" in shown(landings["systems"])
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # snakemake --report renders the landing text
 def test_the_landing_text_describes_each_system_and_the_configured_lists(landings):
     text = shown(landings["systems"])
     assert "system local: device cpu, threads 1" in text
@@ -276,7 +278,7 @@ def test_the_landing_text_describes_each_system_and_the_configured_lists(landing
     assert "threads auto" in shown(landings["default"])
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # snakemake --report renders the landing text
 def test_the_landing_text_links_the_findings_page_instead_of_sending_the_reader_away(landings):
     text = landings["smoke"]
     link = '<a class="reference external" href="javascript:app.showResultInfo('
@@ -285,7 +287,7 @@ def test_the_landing_text_links_the_findings_page_instead_of_sending_the_reader_
     assert "full story with every number is in results/report.md" not in shown(text)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # snakemake --report renders the landing text
 def test_the_landing_text_fits_a_window(landings):
     # Snakemake centres the landing text in a box one window high: a taller text loses its
     # top, out of reach of the scroll bar. 1,400 characters fill about 700 px of its column.

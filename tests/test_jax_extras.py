@@ -15,14 +15,23 @@ import pytest
 from fwbench.frameworks import MODES, is_export_mode
 from fwbench.model.weights import dense_chain
 
-from adapter_cases import BATCH, SMALL_DIMS, TOLERANCE, fresh_process, run, small_runner
+from adapter_cases import (
+    BATCH,
+    SMALL_DIMS,
+    TOLERANCE,
+    fresh_process,
+    lazy_import,
+    run,
+    small_runner,
+)
 
 # An export mode runs an artifact, which has no counter of its own (the other modes count the
 # same function: frameworks.base.EXPORTED_COUNTER_NOTE).
 COUNTING_MODES = [mode for mode in MODES["jax"] if not is_export_mode("jax", mode)]
 
-jax = pytest.importorskip("jax")
-jax_infer = pytest.importorskip("fwbench.frameworks.jax.infer")
+pytestmark = pytest.mark.jax
+jax = lazy_import("jax")
+jax_infer = lazy_import("fwbench.frameworks.jax.infer")
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -10,11 +11,10 @@ import pytest
 from fwbench.frameworks import RUNTIME_GEMMS
 
 from conftest import REPO
+from layers import FRAMEWORK_IMPORTS
 
 LIBRARY = REPO / "workflow" / "fwbench"
 MAX_FUNCTION_LINES = 60
-FRAMEWORK_IMPORTS = {"torch": "torch", "jax": "jax", "jaxlib": "jax", "optax": "jax"}
-FRAMEWORK_IMPORTS |= {"tensorflow": "tensorflow", "keras": "tensorflow"}
 # A deployment runtime's package is imported by its own module alone; an exporter by the
 # export part of the framework it converts from.
 RUNTIME_IMPORTS = {
@@ -58,6 +58,7 @@ def _library_imports(path: Path) -> set[str]:
 
 def test_the_module_list_is_not_empty_and_holds_the_packages():
     packages = ("io", "model", "host", "memory", "measure", "hardware", "frameworks", "training")
+    packages += ("tools", "__main__")
     for package in packages:
         assert f"fwbench.{package}" in MODULES
     assert {"analysis", "present"} <= {name.split(".")[1] for name in MODULES if "." in name}
@@ -95,6 +96,19 @@ def test_no_import_cycle_among_library_modules():
 def package_of(module: str) -> str:
     """The package a module belongs to: `fwbench.<package>` (a top-level module is its own)."""
     return ".".join(module.split(".")[:2])
+
+
+# The commands (`python -m fwbench COMMAND`) and their entry point: the top layer, above present/.
+COMMAND_PACKAGES = ("fwbench.tools", "fwbench.__main__")
+
+
+def test_no_library_package_imports_the_commands_they_sit_on_top():
+    for module, path in MODULES.items():
+        if package_of(module) not in COMMAND_PACKAGES:
+            found = {
+                name for name in _library_imports(path) if package_of(name) in COMMAND_PACKAGES
+            }
+            assert not found, f"{module} imports {found}: only the entry point imports a command"
 
 
 def package_graph(modules: dict[str, set[str]]) -> dict[str, set[str]]:
@@ -187,3 +201,61 @@ def test_the_library_does_not_import_snakemake_or_find_files_by_its_own_location
     source = MODULES[module].read_text()
     assert not any(name.split(".")[0] == "snakemake" for name in _imports(MODULES[module]))
     assert ".parents[" not in source, f"{module} finds files relative to itself"
+
+
+ARCHITECTURE = REPO / "docs" / "architecture.md"
+
+
+def derived_layers(graph: dict[str, set[str]]) -> dict[str, int]:
+    """Each package's layer: 0 where it imports no other package, else one more than the
+    highest layer it imports (the import graph has no cycle: the test above)."""
+    layers: dict[str, int] = {}
+
+    def layer(package: str) -> int:
+        if package not in layers:
+            below = graph.get(package, set()) - {package, "fwbench"}
+            layers[package] = 1 + max(map(layer, below)) if below else 0
+        return layers[package]
+
+    for package in graph:
+        layer(package)
+    return layers
+
+
+def documented_layers(text: str) -> dict[str, int]:
+    """{package: layer} from the layer table of docs/architecture.md (rows `| n | `a`, `b/` |`)."""
+    section = text.split("## The library, in layers", 1)[1].split("\n## ", 1)[0]
+    layers = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if len(cells) >= 2 and cells[0].isdigit():
+            for name in re.findall(r"`([\w/]+)`", cells[1]):
+                layers[f"fwbench.{name.rstrip('/')}"] = int(cells[0])
+    return layers
+
+
+def test_the_docs_layer_table_is_the_import_graphs_own_order():
+    modules = {name: _library_imports(path) for name, path in MODULES.items()}
+    derived = derived_layers(package_graph(modules))
+    derived.pop("fwbench")  # the package's own __init__: a docstring
+    documented = documented_layers(ARCHITECTURE.read_text())
+    differ = {
+        package: (documented.get(package), layer)
+        for package, layer in derived.items()
+        if documented.get(package) != layer
+    }
+    unknown = set(documented) - set(derived)
+    assert not differ, f"docs/architecture.md's layer table (documented, derived): {differ}"
+    assert not unknown, f"docs/architecture.md's layer table names no package: {unknown}"
+
+
+def test_the_layers_are_derived_from_the_imports_and_read_from_a_table():
+    graph = {
+        "fwbench.a": set(),
+        "fwbench.b": {"fwbench.a"},
+        "fwbench.c": {"fwbench.a", "fwbench.b"},
+    }
+    assert derived_layers(graph) == {"fwbench.a": 0, "fwbench.b": 1, "fwbench.c": 2}
+    table = "## The library, in layers\n| layer | packages |\n|---|---|\n"
+    table += "| 0 | `a`, `b/` |\n| 2 | `c` |\n"
+    assert documented_layers(table) == {"fwbench.a": 0, "fwbench.b": 0, "fwbench.c": 2}

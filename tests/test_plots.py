@@ -22,6 +22,7 @@ from fwbench.analysis.over_cells import _parts_spread
 from fwbench.io.hardware_file import read_hardware_record, record_from_document
 from fwbench.io.stats_file import StatsView
 from fwbench.io.train_file import RunRecord
+from fwbench.present import catalog
 from fwbench.present.figure_data import FigureInputs, roofs
 from fwbench.present.figures import INFERENCE_FIGURES, TRAINING_FIGURES, draw_requested
 from fwbench.present.plots_roofline import draw_roofline
@@ -48,15 +49,15 @@ from synthetic import (
     TRIAD_BPS,
     UNCOMPILED,
     SyntheticResults,
+    copy_of,
     hardware_document,
-    synthetic_results,
     training_runs,
 )
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory) -> SyntheticResults:
-    return synthetic_results(tmp_path_factory.mktemp("synthetic"))
+def results(synthetic_sweep, tmp_path_factory) -> SyntheticResults:
+    return copy_of(synthetic_sweep, tmp_path_factory.mktemp("synthetic"))
 
 
 @pytest.fixture(scope="module")
@@ -437,15 +438,44 @@ def test_every_registered_variant_keeps_one_colour_apart_from_the_others_in_bars
     assert variant_color("torch", "eager") == framework_color("torch")
 
 
-def test_the_figure_notes_say_how_the_cis_were_made_in_the_words_of_stats_nc(stats):
-    for data in (stats, crowded_stats()):
-        how = "".join(data.attrs["median_ci_level"].split())  # notes wrap at any space
+def test_each_figure_note_says_in_one_sentence_what_its_whiskers_cover_and_names_the_method(
+    stats,
+):
+    # the synthetic sweep: one process per cell; the crowded one: its CIs between processes
+    expected = {
+        id(stats): "a bootstrap of one process's timings, which covers within-process variation",
+        id(crowded := crowded_stats()): "which covers the variation between fresh processes",
+    }
+    for data in (stats, crowded):
         for name in ("latency", "speedup", "scaling"):
             figure = INFERENCE_FIGURES[name](inputs(data))
+            # notes wrap at any space or hyphen: compared without white space
             notes = "".join("".join(t.get_text() for t in figure.texts).split())
-            assert how in notes, name
-            if data.attrs.get("processes", 1) > 1 or "between processes" in how:
-                assert "bootstrap" not in notes, name
+            assert notes.count("Whiskers:") == 1, name
+            sentence = notes[notes.index("Whiskers:") :].split(").")[0]
+            assert "".join(expected[id(data)].split()) in sentence, name
+            assert "(how:docs/method.md" in sentence, name
+            assert "σ" not in notes and "√" not in notes, name  # the formula: docs/method.md
+
+
+CAPTIONS = sorted((REPO / "workflow" / "report").glob("*.rst"))
+
+
+@pytest.mark.parametrize("caption", CAPTIONS, ids=lambda p: p.stem)
+def test_no_caption_repeats_a_ci_formula_and_a_whiskered_one_names_the_method_page(caption):
+    text = caption.read_text()
+    assert not any(sign in text for sign in ("σ²", "γ²", "√", "exp(±")), caption.name
+    if "Whiskers" in text or "confidence interval" in text:
+        assert "docs/method.md" in text, caption.name
+        assert text.count("Whiskers") <= 1, caption.name
+
+
+def test_every_figure_with_whiskers_has_a_caption_that_says_what_they_are():
+    for entry in catalog.FIGURES:
+        if entry.whiskers:
+            text = (REPO / "workflow" / "report" / f"{entry.name}.rst").read_text()
+            (sentence,) = [s for s in text.split(". ") if s.startswith("Whiskers")]
+            assert "docs/method.md" in sentence, entry.name
 
 
 def test_attribution_bars_are_shares_of_each_cells_own_median_whatever_its_size():

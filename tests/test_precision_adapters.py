@@ -31,6 +31,8 @@ from fwbench.precisions import QUANTIZED
 
 from adapter_cases import BATCH, SMALL_DIMS, TOLERANCE, adapter, mode_adapter, small_run
 
+pytestmark = pytest.mark.per_framework
+
 # Normwise relative error against float64 that a bf16 run (8-bit mantissa) stays within here;
 # a float32 run stays within TOLERANCE, so an error above that shows the run was not float32.
 BF16_TOLERANCE = 0.1
@@ -45,7 +47,7 @@ BF16_MODES = {
 CASES = [
     *[("torch", mode, arch) for mode in ("eager", "compiled") for arch in ("mlp", "cnn")],
     ("torch", "eager", "transformer"),
-    pytest.param("torch", "aoti", "mlp", marks=pytest.mark.slow),
+    ("torch", "aoti", "mlp"),
     *[
         (fw, mode, arch)
         for fw in ("jax", "tensorflow")

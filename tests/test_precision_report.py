@@ -4,6 +4,7 @@ findings, shown with its accuracy in the Precision section; the float32 sections
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,7 +24,8 @@ from fwbench.io.variables import V
 from fwbench.present.figure_data import FigureInputs
 from fwbench.present.plots_precision import draw_precision
 from fwbench.present.report.precision import precision_findings, precision_section
-from fwbench.present.style import FLAG_COLOR, save_figure
+from fwbench.present.report.support import refused_cells, unsupported, unsupported_line
+from fwbench.present.style import FLAG_COLOR, ratio_log_ticks, save_figure
 
 # (framework, mode, precision): median in seconds, or None for a failed cell
 MEDIANS = {
@@ -100,15 +102,96 @@ def test_the_float32_view_and_its_sections_see_float32_alone(stats):
 
 
 def test_the_findings_say_per_precision_whether_it_pays_why_not_and_what_it_cost(stats):
-    (line,) = precision_findings(StatsView(stats), _equivalence(), None)
-    assert line.startswith("`bfloat16` against float32 (Precision): of 2 cells set against")
-    assert "2 cells set against float32, faster 1, slower 1;" in line
-    assert "the largest gain torch eager `mlp` b32, 1.99 [" in line
+    speed, accuracy = precision_findings(StatsView(stats), _equivalence(), None)
+    assert speed.startswith("`bfloat16` against float32: faster in 1 of 2 cells, slower in 1;")
+    assert "the largest gain torch eager `mlp` b32, 1.99 [" in speed
     # the slower one ran mostly in float32: the reason it does not pay, from its kernels
-    assert "slower: torch compiled `mlp` b32 (upcast: 10% of its work in bfloat16)" in line
-    assert "error against float64 0.4%–30% of the output's largest value (bounds 5%–5%)" in line
-    assert "**beyond its bound: torch compiled `mlp`**" in line
-    assert line.endswith("1 cell could not run.")
+    assert "slower: torch compiled `mlp` b32 (upcast: 10% of its work in bfloat16)" in speed
+    # ONNX Runtime's refusal of bf16 is no failure: its path does not support it
+    assert speed.endswith("; 1 not supported by their path (Precision).")
+    assert "failed" not in speed
+    assert accuracy.startswith(
+        "`bfloat16` accuracy: error against float64 0.4%–30% of the output's largest value "
+        "(bounds 5%–5%)"
+    )
+    assert accuracy.endswith("**beyond its bound: torch compiled `mlp`** (Precision).")
+
+
+def test_the_opening_counts_the_cells_a_path_does_not_support_from_the_statistics(stats):
+    view = StatsView(stats)
+    context = SimpleNamespace(
+        parts=(SimpleNamespace(name=None, view=view),), equivalence=None, stats=stats
+    )
+    assert unsupported_line(context) == (
+        "**Not supported by their path:** bfloat16 on ONNX Runtime (no CPU kernel, 1 model).\n"
+    )
+    (refused,) = refused_cells(context)
+    assert (refused.framework, refused.mode, refused.precision) == ("torch", "onnxrt", "bfloat16")
+
+
+def test_an_error_of_another_kind_on_the_same_path_is_a_failure():
+    assert unsupported("torch", "onnxrt", "bfloat16", ORT_ERROR).reason == "no CPU kernel"
+    assert unsupported("torch", "onnxrt", "bfloat16", "Segmentation fault") is None
+    assert unsupported("torch", "onnxrt", "float32", ORT_ERROR) is None  # float32 is supported
+    assert unsupported("torch", "eager", "bfloat16", ORT_ERROR) is None  # not ONNX Runtime
+    flex = "ConverterError: ... Please consider using Select TF ops (SELECT_TF_OPS)"
+    assert unsupported("tensorflow", "litert", "int8", flex).reason == "converter needs Flex ops"
+    assert unsupported("tensorflow", "litert", "float32", "out of memory") is None
+
+
+def slower_everywhere(root: Path) -> xr.Dataset:
+    """torch eager and compiled at 5 batches: bf16 twice as fast in eager and three times
+    slower compiled (its work mostly in float32), so 5 cells are slower."""
+    rng = np.random.default_rng(3)
+    paths = []
+    for batch in (1, 2, 4, 8, 32):
+        for (framework, mode, precision), median in MEDIANS.items():
+            if mode == "onnxrt":
+                continue
+            cell = _cell(framework, mode, precision, median, rng)
+            cell.batch = batch
+            paths.append(root / f"{mode}-{precision}-{batch}.nc")
+            write_cell(cell, paths[-1])
+    limits = HardwareLimits(1e12, 1e11, source="test", bf16_peak_flops_per_s=2e12)
+    return summarize(aggregate_cells(paths), limits, StatsSettings(table_batch=32))
+
+
+def named_cells(line: str) -> int:
+    """How many cells a finding names: torch/compiled/mlp(/b32), or torch compiled `mlp`."""
+    patterns = (r"\b[a-z]+/[a-z_0-9]+/[a-z_0-9]+", r"\b[a-z]+ [a-z_0-9]+ `[a-z_0-9]+`")
+    return sum(len(re.findall(pattern, line)) for pattern in patterns)
+
+
+def test_a_finding_counts_the_slower_cells_and_names_the_table_rather_than_list_them(tmp_path):
+    view = StatsView(slower_everywhere(tmp_path))
+    speed, *_ = precision_findings(view, None, None)
+    assert named_cells(speed) <= 3, speed
+    assert "faster in 5 of 10 cells, slower in 5;" in speed
+    assert "the slower ones: 5 upcast (each: the bfloat16 against float32 tables)" in speed
+    assert "b1" not in speed.split("slower in 5")[1]  # no slower cell named
+
+
+def test_the_precision_axis_reads_in_ratios_not_powers_of_ten(stats):
+    figure = draw_precision(FigureInputs(StatsView(stats), None, _equivalence()))
+    (ax,) = [ax for ax in figure.axes if ax.get_title()]
+    figure.draw_without_rendering()
+    low, high = ax.get_ylim()
+    shown = [
+        label.get_text()
+        for ticks in (ax.yaxis.get_majorticklabels(), ax.yaxis.get_minorticklabels())
+        for label in ticks
+        if label.get_text() and low <= label.get_position()[1] <= high
+    ]
+    assert low < 0.3 and high > 2  # 0.33× (compiled) to 2× (eager)
+    assert shown == ["0.5×", "1×", "2×"]
+    narrow = draw_precision(FigureInputs(StatsView(stats), None, _equivalence()))
+    (ax,) = [ax for ax in narrow.axes if ax.get_title()]
+    ax.set_ylim(0.55, 1.5)
+    ratio_log_ticks(ax)
+    narrow.draw_without_rendering()
+    labels = [t.get_text() for t in ax.yaxis.get_majorticklabels() if t.get_text()]
+    visible = [t for t in labels if 0.55 <= float(t.rstrip("×")) <= 1.5]
+    assert visible == ["0.6×", "0.7×", "0.8×", "0.9×", "1×"]
 
 
 def _equivalence() -> pd.DataFrame:
@@ -131,9 +214,12 @@ def test_the_section_shows_each_speedup_its_failure_and_the_accuracy_against_its
     text = precision_section(context, part)
     assert "**bfloat16 against float32, batch 32:**" in text
     assert "| torch eager | 1.99 [" in text and f"× {FASTER}" in text
-    assert f"failed: {ORT_ERROR[:40]}" in text
+    assert "| not supported: no CPU kernel |" in text  # ONNX Runtime refuses bf16
     assert "| torch eager | 0.004 (0.05) |" in text
     assert "**beyond its bound**: 0.3 (0.05)" in text and "| torch onnxrt | did not run |" in text
+    refused = _equivalence().assign(error=["", "", ORT_ERROR])
+    text = precision_section(SimpleNamespace(equivalence=refused), part)
+    assert "| torch onnxrt | not supported |" in text
 
 
 def _float32_only(root: Path) -> xr.Dataset:
@@ -159,7 +245,7 @@ def test_a_bf16_cell_that_computed_mostly_in_float32_is_flagged_and_reported(sta
     assert "Share of the work that ran in bfloat16" in text
     assert "**upcast**: 10%" in text and "100%" in text
     assert "torch.profiler (test)" in text  # how it was seen
-    (finding,) = precision_findings(StatsView(stats), None, None)
+    (finding,) = precision_findings(StatsView(stats), None, None)  # no accuracy without checks
     assert "torch compiled `mlp` b32 (upcast: 10% of its work in bfloat16)" in finding
 
 

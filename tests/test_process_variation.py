@@ -1,21 +1,15 @@
-"""self_measurement/process_variation.py on a small aggregate whose processes disagree."""
+"""`python -m fwbench variation` (fwbench.tools.variation) on a small aggregate whose
+processes disagree."""
 
 from __future__ import annotations
-
-import importlib.util
 
 import numpy as np
 import pytest
 
+from fwbench.__main__ import main
 from fwbench.analysis.aggregate import write_aggregate
 from fwbench.io.cell_file import Cell, write_cell
-
-from conftest import REPO
-
-SCRIPT = REPO / "self_measurement" / "process_variation.py"
-spec = importlib.util.spec_from_file_location("process_variation", SCRIPT)
-process_variation = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(process_variation)
+from fwbench.tools import variation
 
 
 def _aggregate(tmp_path, offsets):
@@ -34,7 +28,7 @@ def _aggregate(tmp_path, offsets):
 
 def test_processes_that_disagree_are_covered_by_the_spread_ci_only(tmp_path, capsys):
     path = _aggregate(tmp_path, [1.0, 1.1, 1.2, 1.3])
-    (row,) = process_variation.cell_rows(path, 2, None)
+    (row,) = variation.cell_rows(path, 2, None)
     assert row["cell"] == "local/torch/eager/mlp/b1"
     assert row["spread"] == pytest.approx(1.3, rel=0.01)
     assert row["truth"] == pytest.approx(1.15, rel=0.01)
@@ -43,7 +37,7 @@ def test_processes_that_disagree_are_covered_by_the_spread_ci_only(tmp_path, cap
     low, high = row["first_k"]
     assert low <= row["truth"] <= high  # processes 0 and 1, their own spread, t at 1 dof
     assert row["default"] is None
-    assert process_variation.main([path]) == 0
+    assert main(["variation", path]) == 0
     out = capsys.readouterr().out
     assert "p0      : holds the all-process median in 0 of 1 cells" in out
     assert "first_k : holds the all-process median in 1 of 1 cells" in out
@@ -51,4 +45,4 @@ def test_processes_that_disagree_are_covered_by_the_spread_ci_only(tmp_path, cap
 
 def test_a_one_process_aggregate_is_refused_naming_the_count(tmp_path):
     with pytest.raises(SystemExit, match="1 process"):
-        process_variation.cell_rows(_aggregate(tmp_path, [1.0]), 2, None)
+        variation.cell_rows(_aggregate(tmp_path, [1.0]), 2, None)

@@ -38,6 +38,8 @@ from fwbench.precisions import FLOAT32, INT8, INT8_STATIC
 from conftest import in_fresh_process
 from plans import export_and_run_cell, plan_of
 
+pytestmark = pytest.mark.per_framework
+
 MLP = {"input": 64, "hidden": [128, 64], "classes": 10}
 
 
@@ -417,7 +419,6 @@ QUANTIZED_BY = {
 }
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     "framework, mode, precision",
     [
@@ -462,7 +463,7 @@ def test_a_quantized_path_checks_within_its_bound_and_runs_int8_products(
     print(framework, mode, row["max_rel_err"], row["tolerance"], cell.attrs["kernel_precision"])
 
 
-@pytest.mark.slow
+@pytest.mark.torch
 def test_torchs_onnx_export_annotates_shapes_that_quantize_dynamic_refuses(tmp_path):
     """The workaround in runtimes.onnxrt.without_shape_annotations: fails (and so flags it)
     once torch's exporter writes annotations ONNX's strict shape inference accepts."""
@@ -502,6 +503,7 @@ def _captured_same_conv():
     return torch, conv, captured
 
 
+@pytest.mark.torch
 def test_torchaos_x86_quantizer_refuses_a_same_padded_convolution_that_explicit_padding_fixes():
     """The behaviour frameworks.torch.quantize.explicit_same_padding works around: when this
     quantizer takes aten.conv2d.padding, the first assertion fails and the workaround goes."""

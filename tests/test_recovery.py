@@ -76,7 +76,7 @@ def _make_run(workdir: Path, **popen) -> subprocess.Popen:
     return subprocess.Popen(["make", "-s", "-C", str(REPO), "run", args], **popen)
 
 
-@pytest.mark.slow
+@pytest.mark.e2e
 def test_make_run_goes_on_after_a_sigkill_of_a_running_make_run(smoke_copy):
     # As a sweep stopped midway leaves it: some cells and everything downstream missing
     # (Snakemake rebuilds a missing cell only for an output that needs it).

@@ -6,6 +6,7 @@ import json
 import re
 import runpy
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
@@ -14,12 +15,14 @@ import xarray as xr
 
 from fwbench.analysis.compare import compare, write_csv
 from fwbench.analysis.comparisons import Levels
+from fwbench.analysis.estimators import ci_level
 from fwbench.io.cell_file import Cell, write_cell
 from fwbench.io.comparisons_file import EQUIVALENT, SLOWER
 from fwbench.io.stats_file import StatsView, read_stats, write_stats
 from fwbench.present.report import ReportInputs, document, load_context, render_report, write_report
 from fwbench.present.report import context as report_context
-from fwbench.present.report.method import _samples_text
+from fwbench.present.report.method import _processes_line, _samples_text
+from fwbench.present.report.results import figures_section
 
 from conftest import REPO
 from synthetic import (
@@ -27,8 +30,8 @@ from synthetic import (
     MEMORY_LEVELS,
     PEAK_FLOPS,
     UNCOMPILED,
+    copy_of,
     hardware_document,
-    synthetic_results,
     training_runs,
 )
 
@@ -45,8 +48,8 @@ lstm,torch,eager,4,50000,52000,,,,,,counter returns 0 for nn.LSTM
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
-    results = synthetic_results(tmp_path_factory.mktemp("report"))
+def results(synthetic_sweep, tmp_path_factory):
+    results = copy_of(synthetic_sweep, tmp_path_factory.mktemp("report"))
     (results.root / "checks").mkdir()
     (results.root / "checks" / "equivalence.csv").write_text(EQUIVALENCE)
     (results.root / "checks" / "flops.csv").write_text(FLOPS)
@@ -138,6 +141,62 @@ def test_the_method_says_how_many_calls_a_sample_holds_among_ok_cells():
     assert "(1–250 calls per sample across the cells" in text
     one = xr.Dataset({"calls_per_sample_min": 1.0, "calls_per_sample_max": 1.0})
     assert _samples_text(StatsView(one), {}) == "Each sample is one call, timed alone."
+
+
+def several_processes(results, batch: int) -> xr.Dataset:
+    """The synthetic statistics as if the cells at `batch` had run in 2 processes."""
+    stats = read_stats(results.stats)
+    ok = stats["status"] == "ok"
+    counts = xr.where(ok, xr.where(stats["batch"] == batch, 2.0, 1.0), np.nan)
+    stats = stats.assign(process_count=counts.transpose(*stats["process_count"].dims))
+    stats.attrs |= {"processes": 2, "median_ci_level": ci_level(2, True)}
+    return stats
+
+
+def test_the_method_says_which_share_of_cells_ran_in_several_processes_from_the_inputs(results):
+    view = StatsView(several_processes(results, 8))
+    several = sum(1 for key in view.keys_where(view.status() == "ok") if key.batch == 8)
+    measured = int((view.status() == "ok").sum())
+    assert (several, measured) == (11, 35)  # jax/jit/lstm/b8 failed
+    text = _processes_line(view, {"processes": 2, "multi_process_share": 0.4})
+    assert text.startswith(
+        "- A seeded 40% of each architecture's batch sizes (at least one) per framework and "
+        "mode (`bench.multi_process_share`) is measured in 2 fresh processes"
+    )
+    assert "the rest in one: 11 of 35 measured cells here ran in more than one. All" in text
+    every = _processes_line(view, {"processes": 2, "multi_process_share": 1})
+    assert every.startswith("- Every cell is measured in 2 fresh processes")
+    assert _processes_line(StatsView(read_stats(results.stats)), {}) == ""  # one process
+
+
+def test_each_whiskered_figure_says_what_its_whiskers_are_once_and_links_the_method(results):
+    view = StatsView(several_processes(results, 8))
+    figures = tuple(results.root / "figures" / f"{name}.png" for name in ("latency", "roofline"))
+    part = SimpleNamespace(figures=figures, view=view)
+    text = figures_section(SimpleNamespace(report_dir=results.root), part)
+    roofline, latency = text.split("### ")[1:]  # in the catalog's order
+    assert latency.startswith("Latency at the table batch")
+    assert latency.count("Whiskers") == 1 and latency.rstrip().endswith(
+        "Whiskers: the 95% CI of the median, which covers the variation between fresh "
+        "processes, within a process and the machine's drift over the sweep (how: "
+        "[docs/method.md](../docs/method.md))."
+    )
+    assert "Whiskers" not in roofline  # it draws none
+    assert "σ" not in text and "√" not in text  # the formula is the method page's
+
+
+def test_the_method_section_takes_the_share_from_the_settings_and_states_the_formula_once(
+    results, tmp_path
+):
+    write_stats(several_processes(results, 8), tmp_path / "stats.nc")
+    settings = {"warmup": 7, "processes": 2, "multi_process_share": 0.25}
+    given = inputs(results, stats=tmp_path / "stats.nc", settings=settings)
+    text = render_report(given, tmp_path / "r.md")
+    method = section(text, "Method")
+    assert "- A seeded 25% of each architecture's batch sizes (at least one)" in method
+    assert "measured in 2 fresh processes" in method and "Every cell is measured" not in text
+    assert text.count("√(σ²/k + γ²τ²)") == 1 and "√(σ²/k + γ²τ²)" in method
+    assert "[docs/method.md](../docs/method.md)" in method
 
 
 def test_the_method_says_what_ran_compiled_and_names_the_fallback(report):
@@ -259,14 +318,59 @@ def test_a_tables_path_that_is_no_directory_raises_naming_it(results, tmp_path):
 VERDICT = "**Cross-checks:**"
 
 
-def test_the_verdict_under_the_header_counts_the_failing_equivalence_row_and_names_it(report):
-    header, verdict = report.split("\n\n")[1:3]
+def test_the_findings_come_first_and_the_verdict_follows_them_in_brief(report):
+    header, findings = report.split("\n\n")[1:3]
     assert header.startswith("PyTorch vs JAX vs TensorFlow on **Test CPU 9000**")
-    assert verdict.startswith(VERDICT)
+    assert findings == "## Findings"
+    brief = section(report, "Checks in brief")
+    assert report.index("## Findings") < report.index(VERDICT) < report.index("## Figures")
+    (verdict,) = [line for line in brief.splitlines() if line.startswith(VERDICT)]
     assert "equivalence 1 of 2 outputs match the float64 reference within 0.0001" in verdict
     assert "failing: jax/jit/lstm" in verdict
     # two counters agree within 5%, the LSTM's counter returned nothing
     assert "FLOP counters 2 of 2 within 5% of the analytic count, 1 without a count" in verdict
+    assert "Not supported" not in report  # every failure here is a real one
+
+
+# Rows a path does not support (ONNX Runtime's CPU provider has no bf16 kernel; the TFLite
+# converter needs Flex ops for a recurrence), beside a real failure and a bf16 row that passed.
+REFUSED = """arch,framework,mode,precision,max_abs_err,max_rel_err,tolerance,pass,error
+mlp,torch,eager,float32,1.1e-07,2.4e-07,0.0001,True,
+lstm,jax,jit,float32,,,0.0001,False,XlaRuntimeError: boom
+mlp,torch,eager,bfloat16,0.001,0.004,0.05,True,
+mlp,torch,onnxrt,bfloat16,,,0.05,False,NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : \
+Could not find an implementation for Gemm(13)
+lstm,torch,onnxrt,bfloat16,,,0.05,False,NotImplemented: [ONNXRuntimeError] : 9 : NOT_IMPLEMENTED
+mlp,tensorflow,onnxrt,bfloat16,,,0.05,False,Fail: [ONNXRuntimeError] : 1 : FAIL : bound to \
+different types (tensor(float16) and tensor(bfloat16)) in node
+lstm,tensorflow,litert,float32,,,0.0001,False,RuntimeError: the export failed (m.json): \
+ConverterError: 'tf.TensorListReserve' op requires element_shape to be static
+lstm,tensorflow,litert,int8,,,0.05,False,RuntimeError: the export failed (m.json): \
+ConverterError: 'tf.TensorListReserve' op requires element_shape to be static
+mlp,torch,onnxrt,float32,,,0.0001,False,Fail: [ONNXRuntimeError] : 1 : FAIL : a real failure
+"""
+
+
+def test_what_a_path_does_not_support_is_said_once_apart_from_the_failures(results, tmp_path):
+    refused = tmp_path / "equivalence.csv"
+    refused.write_text(REFUSED)
+    text = render_report(inputs(results, equivalence=refused), tmp_path / "r.md")
+    brief = section(text, "Checks in brief")
+    (line,) = [line for line in brief.splitlines() if line.startswith("**Not supported")]
+    assert line == (
+        "**Not supported by their path:** bfloat16 on ONNX Runtime (no CPU kernel, 3 models), "
+        "LiteRT lstm (converter needs Flex ops, 2 models)."
+    )
+    assert text.count("Not supported by their path") == 1
+    (verdict,) = [line for line in brief.splitlines() if line.startswith(VERDICT)]
+    # the 5 refused rows are neither counted nor failing; a float32 onnxrt error is a failure
+    assert "equivalence 2 of 4 outputs match the float64 reference" in verdict
+    assert "failing: jax/jit/lstm, torch/onnxrt/mlp; FLOP counters" in verdict
+    assert "bfloat16" not in verdict.split("failing:")[1]
+    assert text.index("## Findings") < text.index(line) < text.index("## Figures")
+    checks = section(text, "Cross-checks")
+    assert row(checks, "lstm", "tensorflow", "litert", "int8")[6] == "not supported"
+    assert row(checks, "mlp", "torch", "onnxrt", "float32")[6] == "**FAIL**"
 
 
 def test_the_verdict_names_the_flop_counters_outside_5_percent(results, tmp_path):
@@ -290,8 +394,8 @@ def test_results_come_first_and_the_cross_checks_near_the_end(results, tmp_path)
     text = render_report(inputs(results, **extra), tmp_path / "r.md")
     order = [
         "# fwbench report",
-        VERDICT,
         "## Findings",
+        VERDICT,
         "## Figures",
         "## Winners at batch",
         "## Statistics tables",
@@ -380,11 +484,37 @@ def test_a_hardware_file_of_another_system_is_refused_naming_it(results, tmp_pat
         load_context(two, tmp_path / "report.md")
 
 
+CELL_NAMES = (
+    re.compile(r"\b[a-z]+/[a-z_0-9]+/[a-z_0-9]+"),  # torch/compiled/mlp, with /b32 or not
+    re.compile(r"\b[a-z]+ [a-z_0-9]+ `[a-z_0-9]+`"),  # torch compiled `mlp`
+)
+
+
+def named_cells(line: str) -> int:
+    """How many cells a line of the report names."""
+    return sum(len(pattern.findall(line)) for pattern in CELL_NAMES)
+
+
+def test_each_finding_is_one_short_line_naming_at_most_three_cells(report):
+    findings = [line for line in section(report, "Findings").splitlines() if line.startswith("- ")]
+    assert len(findings) >= 8  # a winner per architecture, a compile line per compiled mode
+    assert named_cells("`tensorflow/xla/lstm/b8` and torch compiled `mlp` b32") == 2
+    for finding in findings:
+        assert named_cells(finding) <= 3 and len(finding) < 320, finding
+    winners = [line for line in findings if "(Winners at batch 32)." in line]
+    assert [line.split(":")[0] for line in winners] == ["- `mlp`", "- `lstm`"]  # answer next
+
+
 def test_the_report_opens_with_findings_whose_every_number_is_in_a_table_below(report):
     findings = section(report, "Findings")
     assert report.index("## Findings") < report.index("## Figures")
     rest = report[report.index("## Figures") :]
-    for name in ("Winners at batch 32", "Compiling", "Roofline efficiency", "Failed and flagged"):
+    for name in (
+        "Winners at batch 32",
+        "Compile speedup",
+        "Roofline efficiency",
+        "Failed and flagged",
+    ):
         assert name in findings
     numbers = re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])", findings)
     assert len(numbers) >= 6, findings

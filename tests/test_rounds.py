@@ -267,6 +267,7 @@ TINY = {
 }
 
 
+@pytest.mark.torch
 def test_the_rounds_alternate_fresh_workers_and_record_a_failed_variant(tmp_path):
     """torch eager twice (one of them failing on purpose in its build): two sets of fresh
     workers; the failing one is recorded with its error, the other measured in every round."""
@@ -303,6 +304,7 @@ def _cores_of_threads(pid: int) -> set[tuple[int, ...]]:
     return found
 
 
+@pytest.mark.torch
 @pytest.mark.skipif(len(core_slots(1)) < 2, reason="needs two cores in the affinity mask")
 def test_a_worker_built_beside_the_timed_core_moves_every_thread_there():
     """Built on the second core while the first is the timed one: once it says built, every

@@ -19,6 +19,8 @@ from fwbench.runtimes.layout import permutation
 from conftest import in_fresh_process
 from plans import export_and_run_cell, plan_of
 
+pytestmark = pytest.mark.per_framework
+
 DIMS = {
     "mlp": {"input": 16, "hidden": [8], "classes": 4},
     "cnn": {
@@ -252,7 +254,6 @@ def _export_and_cell(tmp_path: Path, framework: str, mode: str, arch: str):
     return Path(done["manifest"]), read_cell(tmp_path / "b3.nc"), done["rows"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(("framework", "mode"), PATHS)
 @pytest.mark.parametrize("arch", ["mlp", "cnn"])
 def test_each_runtime_path_exports_checks_and_times_its_artifact(tmp_path, framework, mode, arch):
@@ -275,7 +276,7 @@ def test_each_runtime_path_exports_checks_and_times_its_artifact(tmp_path, frame
         assert np.isnan(float(cell["attr_kernel_s"])) and float(cell["null_call_s"]) > 0
 
 
-@pytest.mark.slow
+@pytest.mark.tensorflow
 def test_a_recurrence_litert_cannot_convert_is_a_recorded_failure_with_the_converters_reason(
     tmp_path,
 ):

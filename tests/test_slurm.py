@@ -24,7 +24,8 @@ from fwbench.io.comparisons_file import COMPARISON
 
 from conftest import REPO, SMOKE, SNAKEMAKE, snakemake
 
-pytestmark = pytest.mark.slow
+# end to end; `slurm` lets make test run it in the lane beside the smoke sweep
+pytestmark = [pytest.mark.e2e, pytest.mark.slurm]
 
 PROFILE = REPO / "profiles/slurm"
 TEST_PROFILE = REPO / "tests/slurm/profile"
@@ -205,16 +206,39 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def slurm_run(cluster, tmp_path_factory) -> Run:
+def local_run_started(tmp_path_factory) -> tuple[Path, subprocess.Popen]:
+    """The same sweep run locally, started before the SLURM run and beside it: the cluster's
+    jobs spend most of their span waiting on SLURM, so the local run costs the suite little."""
+    workdir = tmp_path_factory.mktemp("local-run")
+    command = [*SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir)]
+    process = subprocess.Popen(
+        [*command, "--cores", "2", *sweep_args(workdir)],
+        cwd=workdir,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    yield workdir, process
+    if process.poll() is None:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def slurm_run(cluster, local_run_started, tmp_path_factory) -> Run:
     workdir = tmp_path_factory.mktemp("slurm-run")
     return run_with_slurm(sweep_args(workdir), workdir, cluster, REPO / "Snakefile")
 
 
 @pytest.fixture(scope="module")
-def local_run(tmp_path_factory) -> Path:
-    workdir = tmp_path_factory.mktemp("local-run")
-    result = snakemake("--cores", "2", *sweep_args(workdir), cwd=workdir, timeout=RUN_TIMEOUT_S)
-    assert result.returncode == 0, result.stderr[-4000:]
+def local_run(local_run_started) -> Path:
+    workdir, process = local_run_started
+    try:
+        output, _ = process.communicate(timeout=RUN_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        pytest.fail(f"the local run did not finish in {RUN_TIMEOUT_S} s")
+    assert process.returncode == 0, output[-4000:]
     return workdir
 
 

@@ -1,19 +1,14 @@
-"""self_measurement/sweep_agreement.py on two hand-made sweeps' comparisons."""
+"""`python -m fwbench agreement` (fwbench.tools.agreement) on two hand-made sweeps."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import pandas as pd
 import pytest
 
-from conftest import REPO
-
-SCRIPT = REPO / "self_measurement" / "sweep_agreement.py"
-spec = importlib.util.spec_from_file_location("sweep_agreement", SCRIPT)
-sweep_agreement = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(sweep_agreement)
+from fwbench.__main__ import main
+from fwbench.tools import agreement
 
 
 def sweep(rows: list[tuple[str, float, float, str]], precision: str = "float32") -> pd.DataFrame:
@@ -38,7 +33,7 @@ def sweep(rows: list[tuple[str, float, float, str]], precision: str = "float32")
             for arch, speedup, se, verdict in rows
         ]
     )
-    return frame.set_index(sweep_agreement.KEY)
+    return frame.set_index(agreement.KEY)
 
 
 def test_agreement_tests_the_difference_and_counts_reversals():
@@ -56,7 +51,7 @@ def test_agreement_tests_the_difference_and_counts_reversals():
             ("rnn", 0.7, 0.01, "slower"),
         ]
     )
-    found = sweep_agreement.agreement(a, b, 0.95)
+    found = agreement.agreement(a, b, 0.95)
     # mlp: |log 1.25/1.20| = 0.041 ≤ 1.96·0.028 = 0.055; cnn: 0.077 > 0.028; rnn: far apart
     assert found == {
         "shared": 3,
@@ -65,9 +60,7 @@ def test_agreement_tests_the_difference_and_counts_reversals():
         "decided_in_one_only": 1,
         "same_verdict": 1,
     }
-    assert "3 comparisons, 3 decided (100%), median CI half-width 2.0%" in sweep_agreement.report(
-        "A", a
-    )
+    assert "3 comparisons, 3 decided (100%), median CI half-width 2.0%" in agreement.report("A", a)
 
 
 def test_the_same_pair_in_two_precisions_is_two_comparisons():
@@ -79,6 +72,20 @@ def test_the_same_pair_in_two_precisions_is_two_comparisons():
     b = pd.concat(
         [sweep([("mlp", 1.2, 0.02, "faster")]), sweep([("mlp", 2.0, 0.02, "faster")], "bfloat16")]
     )
-    assert sweep_agreement.agreement(a, b, 0.95)["shared"] == 2
+    assert agreement.agreement(a, b, 0.95)["shared"] == 2
     with pytest.raises(ValueError, match="repeats a comparison"):
-        sweep_agreement.agreement(pd.concat([a, a]), b, 0.95)
+        agreement.agreement(pd.concat([a, a]), b, 0.95)
+
+
+def test_the_command_reads_two_results_dirs_and_prints_the_shared_figures(tmp_path, capsys):
+    rows_a = [("mlp", 1.20, 0.02, "faster"), ("cnn", 1.00, 0.01, "equivalent")]
+    rows_b = [("mlp", 1.25, 0.02, "faster"), ("cnn", 1.08, 0.01, "undetermined")]
+    for name, rows in (("a", rows_a + [("rnn", 1.3, 0.01, "faster")]), ("b", rows_b)):
+        (tmp_path / name / "summary").mkdir(parents=True)
+        sweep(rows).reset_index().to_csv(tmp_path / name / "summary/comparisons.csv", index=False)
+    assert main(["agreement", str(tmp_path / "a"), str(tmp_path / "b"), "--kind", "winner"]) == 0
+    out = capsys.readouterr().out
+    assert "A " + str(tmp_path / "a") + ": 3 comparisons, 3 decided (100%)" in out
+    assert "shared comparisons: 2 (only in A: 1, only in B: 0)" in out
+    assert "agree within the joint uncertainty: 1 (50%)" in out
+    assert "decided in one, undetermined in the other: 1" in out

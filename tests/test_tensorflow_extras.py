@@ -14,10 +14,20 @@ import pytest
 from fwbench.model.specs import build_spec
 from fwbench.model.weights import dense_chain
 
-from adapter_cases import BATCH, SMALL_DIMS, TOLERANCE, fresh_process, run, small_runner
+from adapter_cases import (
+    BATCH,
+    SMALL_DIMS,
+    TOLERANCE,
+    fresh_process,
+    lazy_import,
+    run,
+    small_runner,
+)
 
-tf_infer = pytest.importorskip("fwbench.frameworks.tensorflow.infer")
-tf = tf_infer.tf
+pytestmark = pytest.mark.tensorflow
+tf_infer = lazy_import("fwbench.frameworks.tensorflow.infer")
+# TensorFlow as the adapter imports it (its pre-import environment set)
+tf = lazy_import("fwbench.frameworks.tensorflow.infer", attribute="tf")
 
 
 def test_prepare_gives_the_cnn_channels_last_input() -> None:

@@ -15,12 +15,12 @@ from fwbench.model import reference
 from fwbench.model.specs import ARCHITECTURES, build_spec
 from fwbench.model.weights import make_input, make_weights
 
-from adapter_cases import BATCH, SMALL_DIMS, TOLERANCE, small_run, small_runner
+from adapter_cases import BATCH, SMALL_DIMS, TOLERANCE, lazy_import, small_run, small_runner
 
-torch = pytest.importorskip("torch")
-torch_infer = pytest.importorskip("fwbench.frameworks.torch.infer")
-compile_info = pytest.importorskip("fwbench.frameworks.torch.compile_info")
-CUDA = torch.cuda.is_available()
+pytestmark = pytest.mark.torch
+torch = lazy_import("torch")
+torch_infer = lazy_import("fwbench.frameworks.torch.infer")
+compile_info = lazy_import("fwbench.frameworks.torch.compile_info")
 CUDA_CASES = [(arch, mode) for arch in ARCHITECTURES for mode in frameworks.MODES["torch"]]
 
 
@@ -85,7 +85,6 @@ def test_compile_info_lists_the_ops_inductor_left_to_eager_kernels():
     assert "_transformer_encoder_layer_fwd" in transformer
 
 
-@pytest.mark.slow
 def test_the_eager_op_recorder_leaves_inductors_caches_on(tmp_path):
     # a later process (or a rounds worker) starts from a copy of process 0's cache: with a
     # pass inductor cannot key (any but a CustomSchedulerPass with a uuid) both caches bypass,
@@ -218,14 +217,19 @@ def test_the_hardware_probe_also_runs_stream_and_names_the_gpu() -> None:
 # ---- CUDA --------------------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
+def needs_cuda() -> None:
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+
+
 @pytest.mark.parametrize(("arch", "mode"), CUDA_CASES)
 def test_output_matches_reference_on_cuda(arch: str, mode: str) -> None:
+    needs_cuda()
     assert small_run("torch", arch, mode, "cuda").relative_error <= TOLERANCE
 
 
-@pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
 def test_peak_device_memory_on_cuda_holds_at_least_the_weights() -> None:
+    needs_cuda()
     spec = build_spec("mlp")
     weights = make_weights(spec)
     runner = torch_infer.build(spec, weights, "eager", "cuda")
@@ -234,7 +238,6 @@ def test_peak_device_memory_on_cuda_holds_at_least_the_weights() -> None:
     assert runner.peak_device_memory_bytes() >= sum(w.nbytes for w in weights.values())
 
 
-@pytest.mark.slow
 def test_inductors_isa_probe_builds_into_an_empty_cache_and_a_seeded_one_reuses_it(tmp_path):
     # fwbench.measure.compile_cache seeds every cold cache of torch's compiled and aoti cells
     # with this probe: when inductor stops building it into its cache directory, or rebuilds

@@ -32,12 +32,14 @@ from fwbench.training.data import to_layout
 
 from training_cases import OPTIMIZER, SEED, SPECS
 
+pytestmark = pytest.mark.per_framework
+
 LOSS_RTOL = 1e-4
 MIN_MARGIN = 1e-4
 STEP_RTOL = 1e-4
 FAST_MODES = [
     ("jax", "jit"),
-    pytest.param("jax", "eager", marks=pytest.mark.slow),  # op by op: 5-13 s here
+    ("jax", "eager"),  # op by op: 5-13 s here
     ("tensorflow", "eager"),
     ("tensorflow", "function"),
     ("tensorflow", "xla"),
@@ -150,7 +152,7 @@ def test_two_training_steps_match_the_float64_reference(framework, mode, case):
     _check_equivalent(framework, mode, case)
 
 
-@pytest.mark.slow
+@pytest.mark.torch
 @pytest.mark.parametrize("case", ["basic-small"], indirect=True)  # a cold compile takes ~30 s
 def test_torch_compiled_training_steps_match_the_float64_reference(case):
     _check_equivalent("torch", "compiled", case)

@@ -32,6 +32,8 @@ from conftest import SMOKE
 from plans import FAKE_VERSIONS, plan_of, validated
 from training_cases import OPTIMIZER, SEED, SPECS, tiny_settings
 
+pytestmark = pytest.mark.per_framework
+
 SPEC = SPECS["basic-small"]
 # bfloat16 keeps 8 significant bits (unit roundoff 2^-8 = 3.9e-3); float32's steps follow
 # float64 within 1e-7 of the loss and 4.5e-7 of the logits (test_train_equivalence).
@@ -121,7 +123,7 @@ BF16_MODES = [
     ("jax", "jit"),
     ("tensorflow", "eager"),
     ("tensorflow", "function"),
-    pytest.param("tensorflow", "xla", marks=pytest.mark.slow),
+    ("tensorflow", "xla"),
 ]
 
 
@@ -168,16 +170,16 @@ def test_an_unknown_precision_is_refused_by_every_adapter_naming_it(framework):
         )
 
 
-@pytest.mark.slow
-def test_a_bfloat16_run_records_its_policy_and_trains_in_each_framework():
-    settings = tiny_settings()
-    for framework, mode in (("torch", "eager"), ("jax", "jit"), ("tensorflow", "function")):
-        run = training.run(framework, mode, "tiny", "digits", run_settings(settings, "bfloat16"))
-        assert run.attrs["status"] == "ok", run.attrs.get("error_message")
-        assert run.attrs["precision"] == "bfloat16"
-        assert run.attrs["precision_policy"] == MIXED_BFLOAT16
-        assert run.attrs["precision_how"] == load(framework, "train").BFLOAT16_POLICY
-        assert np.isfinite(run["val_accuracy"].values).all()
+@pytest.mark.parametrize(
+    ("framework", "mode"), [("torch", "eager"), ("jax", "jit"), ("tensorflow", "function")]
+)
+def test_a_bfloat16_run_records_its_policy_and_trains_in_each_framework(framework, mode):
+    run = training.run(framework, mode, "tiny", "digits", run_settings(tiny_settings(), "bfloat16"))
+    assert run.attrs["status"] == "ok", run.attrs.get("error_message")
+    assert run.attrs["precision"] == "bfloat16"
+    assert run.attrs["precision_policy"] == MIXED_BFLOAT16
+    assert run.attrs["precision_how"] == load(framework, "train").BFLOAT16_POLICY
+    assert np.isfinite(run["val_accuracy"].values).all()
 
 
 # ---- beside float32 -------------------------------------------------------------------------
@@ -263,8 +265,8 @@ def test_the_trained_models_table_has_a_column_per_evaluation_any_run_made():
     assert "| 88.0% (97.8% **below 99%**) |" in torch_row
 
 
-@pytest.mark.slow
-def test_a_float32_run_evaluates_its_trained_model_in_each_precision_its_framework_runs():
+@pytest.mark.torch
+def test_a_float32_torch_run_evaluates_its_trained_model_in_each_precision_torch_runs():
     settings = tiny_settings()
     torch_run = training.run("torch", "eager", "tiny", "digits", settings)
     assert torch_run.attrs["status"] == "ok", torch_run.attrs.get("error_message")
@@ -281,7 +283,11 @@ def test_a_float32_run_evaluates_its_trained_model_in_each_precision_its_framewo
     spent = json.loads(torch_run.attrs["evaluated_in_s"])  # what each cost the job
     assert set(spent) == set(outcome) and all(seconds > 0 for seconds in spent.values())
     assert details["int8_onnxrt"]["integer_products"]  # ORT's own quantization ran
-    tf_run = training.run("tensorflow", "function", "tiny", "digits", settings)
+
+
+@pytest.mark.tensorflow
+def test_a_float32_tensorflow_run_evaluates_its_trained_model_in_each_precision_it_runs():
+    tf_run = training.run("tensorflow", "function", "tiny", "digits", tiny_settings())
     evaluations = ["bfloat16", "int8", "int8_static", "int8_onnxrt", "int8_static_onnxrt"]
     assert json.loads(tf_run.attrs["evaluated_in"]) == dict.fromkeys(evaluations, "ok")
     details = json.loads(tf_run.attrs["evaluated_in_details"])
@@ -291,6 +297,11 @@ def test_a_float32_run_evaluates_its_trained_model_in_each_precision_its_framewo
     assert "tf2onnx" in details["int8_onnxrt"]["exported_by"]
     for evaluation in evaluations:
         assert 0 < float(tf_run[evaluated_in(evaluation)]) <= 1, evaluation
+
+
+@pytest.mark.jax
+def test_a_float32_jax_run_evaluates_its_trained_model_in_bfloat16_and_says_why_no_int8():
+    settings = tiny_settings()
     jax_run = training.run("jax", "jit", "tiny", "digits", settings)
     outcome = json.loads(jax_run.attrs["evaluated_in"])
     assert outcome["bfloat16"] == "ok" and outcome["int8_static"].startswith("not run: jax")

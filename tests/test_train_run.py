@@ -22,6 +22,8 @@ from fwbench.training.config import parse_settings
 
 from training_cases import default_settings, tiny_settings
 
+pytestmark = pytest.mark.per_framework
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "workflow" / "scripts" / "train.py"
 
@@ -180,6 +182,7 @@ def test_the_schema_fills_defaults_and_rejects_bad_values():
         default_settings(lr_warmup=5)
 
 
+@pytest.mark.torch
 def test_the_script_writes_the_file_and_log_under_the_timing_lock(tmp_path):
     params = {
         "framework": "torch",
@@ -234,7 +237,7 @@ def test_an_export_mode_cannot_train_and_says_so(framework, mode):
     assert f"{framework}/{mode} runs an exported inference artifact" in run.attrs["error_message"]
 
 
-@pytest.mark.slow
+@pytest.mark.e2e  # every framework in one process, on the same data
 def test_every_mode_trains_on_the_same_data_and_reports_real_compilation(runs_in_every_mode):
     failed = {
         key: ds.attrs["error_message"]

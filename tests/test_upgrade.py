@@ -18,7 +18,7 @@ from fwbench.provenance import installed_versions
 from conftest import FAILING_CELL, SMOKE, smoke_configs, snakemake
 from plans import plan_of
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 NEW_VERSION = "99.0"
 
 
@@ -138,6 +138,7 @@ def test_changing_repeats_reruns_every_cell_and_nothing_upstream(smoke_copy):
     assert "hardware" not in plan and "checks" not in plan and "train" not in plan
 
 
+@pytest.mark.fast
 def test_installed_versions_sees_the_fake_upgrade(tmp_path, monkeypatch):
     fake_upgrade(tmp_path, "torch", NEW_VERSION)
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -30,7 +30,7 @@ from conftest import (
     snakemake,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.e2e
 
 # The smoke sweep's one (framework, mode, architecture) its path cannot export: the TFLite
 # converter refuses the LSTM's TensorList ops without Flex (tests/test_adapter_contract.py).
@@ -210,11 +210,11 @@ def test_stats_carry_roofline_metrics_from_the_measured_hardware(smoke_run):
 
 
 def test_a_reanalysis_of_the_finished_sweep_reproduces_its_comparisons(smoke_run, tmp_path):
-    """self_measurement/reanalyse.py, the before/after of a change of the statistics, reads a
+    """`python -m fwbench reanalyse`, the before/after of a change of the statistics, reads a
     sweep as the stats rule does: with this checkout's code, the same comparisons."""
-    script = Path(__file__).resolve().parents[1] / "self_measurement" / "reanalyse.py"
     result = subprocess.run(
-        [sys.executable, str(script), str(smoke_run), str(tmp_path), "--config", SMOKE],
+        [sys.executable, "-m", "fwbench", "reanalyse", str(smoke_run), str(tmp_path)]
+        + ["--config", SMOKE],
         capture_output=True,
         text=True,
     )

@@ -37,7 +37,7 @@ def summarize_sweep(
 ) -> tuple[xr.Dataset, dict[str, HardwareLimits]]:
     """A sweep's statistics from its files: the aggregate, each system's hardware file (by
     system) and every rounds file; with each system's limits. The stats rule's reading, and
-    self_measurement/reanalyse.py's of a finished sweep."""
+    `python -m fwbench reanalyse`'s of a finished sweep."""
     limits = {system: read_hardware_limits(path) for system, path in hardware.items()}
     for system, found in limits.items():
         for problem in found.problems:

@@ -1,11 +1,14 @@
 """What changed between two versions of one framework: per cell, old vs new median with CIs,
 the ratio new ÷ old with its CI, and a verdict with the words and levels of every comparison
 fwbench makes (fwbench.analysis.comparisons: faster / slower / equivalent / undetermined at
-stats.confidence and stats.min_effect_pct). Where every cell of both versions ran in several
-processes, the ratio's standard error comes from the spread between processes (each version's
-pooled over its cells, fwbench.analysis.process_spread), as in stats.nc; otherwise from a
-bootstrap of the pooled timings. Cells measured on different kinds of node (CPU or GPU
-model) are not compared: the drift between them is not the framework's."""
+stats.confidence and stats.min_effect_pct). Where every cell both versions measured ran in
+several processes, the ratio's standard error comes from the spread between processes (each
+version's pooled over those cells, fwbench.analysis.process_spread; no term for the machine's
+state between the two sweeps); otherwise (a cell in one process: every low-precision cell,
+and the batches bench.multi_process_share leaves to process 0) from a bootstrap of the pooled
+timings. Each version's median CI is a bootstrap of its pooled timings. The timings are the
+cell files' own: the canary's slow samples are not dropped. Cells measured on different kinds
+of node (CPU or GPU model) are not compared: the drift between them is not the framework's."""
 
 from __future__ import annotations
 

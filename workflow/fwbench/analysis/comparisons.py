@@ -5,12 +5,16 @@ faster), its CI, its p values and a verdict with three answers.
 The estimate is the log of that ratio with a standard error and degrees of freedom:
 
 - variants measured together in the rounds (fwbench.analysis.rounds: the sets of interleaved
-  processes as blocks): the rounds' ratio, its residual σ·√(2/S), Student's t;
-- cells measured in several processes: each cell's spread between processes
-  (fwbench.analysis.process_spread: σ of log process medians pooled over the system, k
-  processes), se = √(σ₁²/k₁ + σ₂²/k₂) at the smaller pooled dof, Student's t;
-- one process: the bootstrap standard error of the log ratio of medians (each cell's timings
-  resampled on their own, seeded from the pair's name), normal quantiles.
+  processes as blocks, each variant with its own sensitivity γ to the machine's state): the
+  rounds' μ̂[A] − μ̂[B], se = √((σ̃²[A] + σ̃²[B] + (γA − γB)²τ²) / S), Student's t at
+  Welch–Satterthwaite's dof;
+- else, where the system has a spread between processes (fwbench.analysis.process_spread: σ of
+  log process medians pooled over its cells measured in several processes, or over the rounds'
+  variants; k the cell's processes, 1 for a cell measured in one): the cells' medians,
+  se = √(σ₁²/k₁ + σ₂²/k₂) at the smaller pooled dof, Student's t (no state term);
+- else (every cell in one process and no rounds): the bootstrap standard error of the log ratio
+  of medians (each cell's timings resampled on their own, seeded from the pair's name), normal
+  quantiles.
 
 The verdict, from the CI at `stats.confidence` (the CI printed is the one decided on) and the
 minimum practical effect δ = log(1 + min_effect_pct/100):

@@ -1,6 +1,9 @@
 """Estimators over raw timings: descriptive statistics, the bootstrap CI of a median and the
 bootstrap standard error of a log ratio of medians, and the break-even iteration count of
-compiling.
+compiling. The bootstraps serve a system without any spread between processes (every cell in
+one process and no rounds: fwbench.analysis.process_spread) and the version compare
+(fwbench.analysis.compare); where there is a spread, the medians' CIs and the ratios come
+from it and from the rounds.
 
 Bootstrap CIs use the percentile method: for a median of a few dozen timings the bootstrap
 distribution is lumpy, and BCa's jackknife correction is unreliable there. The caller passes

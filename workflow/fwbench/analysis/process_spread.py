@@ -1,17 +1,19 @@
 """How far a cell's median moves between fresh processes, and the CIs that cover it.
 
-A default sweep measures each cell in a few processes (bench.processes); a few processes are
-too few to bootstrap over (two draws of a process cannot leave the range of the two), so the
-spread between processes is pooled over a system's cells (a sweep of one process per cell
-pools it over the rounds' variants instead, a fresh worker per set: their medians span a
-minute of alternated turns and hold less of the moment's drift than a cell's blocked samples,
-σ 0.045 against 0.055 on the 2-core Xeon VM, self_measurement/spread_sources.py): the log
-process medians of every cell deviate from their cell's mean by a common scale σ, the pooled
-sample standard deviation Σ(deviations²) / Σ(k − 1), with Σ(k − 1) degrees of freedom. A
-cell's σ is the larger of its system's and its own; its median's CI is
+A sweep measures a share of each variant's batches in a few processes (bench.processes,
+bench.multi_process_share: fwbench.plan.processes; every low-precision cell in one); a few
+processes are too few to bootstrap over (two draws of a process cannot leave the range of the
+two), so the spread between processes is pooled over a system's cells (a sweep of one process
+per cell pools it over the rounds' variants instead, a fresh worker per set: their medians
+span a minute of alternated turns and hold less of the moment's drift than a cell's blocked
+samples, σ 0.045 against 0.055 on the 2-core Xeon VM, self_measurement/spread_sources.py): the
+log process medians of every cell deviate from their cell's mean by a common scale σ, the
+pooled sample standard deviation √(Σ(deviations²) / Σ(k − 1)), with Σ(k − 1) degrees of
+freedom. A cell's σ is the larger of its system's and its own (a cell measured in one process:
+its system's, at k = 1); without the machine's state (below), its median's CI is
 median × exp(± t · σ / √k), Student's t at the pooled degrees of freedom. This is a one-way
 random-effects model on log latency;
-self_measurement/process_variation.py measures how often it covers the median of more
+`python -m fwbench variation` measures how often it covers the median of more
 processes than it saw.
 
 A cell's processes ran minutes apart, in whatever state the machine was in then; on a cloud VM

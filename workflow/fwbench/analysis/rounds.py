@@ -1,11 +1,12 @@
 """Ratios from the rounds (fwbench.measure.rounds): a randomized block design whose sets sample
 the machine's states.
 
-In each rounds file, variant v in set s gives x[v, s], the log of the median over the rounds of
-its `warm` samples. All variants of a set were sampled in the same rounds, each round in a
-shuffled order, so whatever the machine did during the set reaches every variant of it; the
-sets are blocks, and the sets of a row are spread over the sweep, so each samples the machine
-in another state. A change of state does not move every variant by one factor (on this VM a
+In each row's table (its sets' rounds files read as one, fwbench.io.rounds_file.joined_rows),
+variant v in set s gives x[v, s], the log of the median over the rounds of its `warm`
+samples. All variants of a set were sampled in the same rounds, each round in a shuffled
+order, so whatever the machine did during the set reaches every variant of it; the sets are
+blocks, and the sets of a row are spread over the sweep, so each samples the machine in
+another state. A change of state does not move every variant by one factor (on this VM a
 set that ran 26% faster moved torch compiled's int8 variant 46% and TensorFlow XLA's bf16 one
 16%), so each variant has its own sensitivity γ[v] to the state b[s]:
 
@@ -16,10 +17,10 @@ noisy variant does not move it), and γ[v] by least squares on it (with three or
 with two, γ = 1). ε holds what differs between fresh processes of a variant (layout, allocator,
 compile) and the median's own sampling error; its variance σ²[v] is the variant's own (an eager
 mode's processes differ by several per cent where an ONNX Runtime session's agree within a few
-tenths: self_measurement/rounds_design.py), estimated from the residuals (S − 2 dof) and
-moderated towards the file's typical one (Smyth's moderated variance, limma): σ̃²[v] =
-(ν s²[v] + d₀ s₀²) / (ν + d₀), s₀² the median of the s²[v] over the median of χ²(ν)/ν (so that
-it estimates a typical σ², not half of it), d₀ = PRIOR_DOF.
+tenths: self_measurement/rounds_design.py), estimated from the residuals (ν = S − 2 dof;
+S − 1 with two sets) and moderated towards the table's typical one (Smyth's moderated
+variance, limma): σ̃²[v] = (ν s²[v] + d₀ s₀²) / (ν + d₀), s₀² the median of the s²[v] over the
+median of χ²(ν)/ν (so that it estimates a typical σ², not half of it), d₀ = PRIOR_DOF.
 
 The log speedup of B over A is μ̂[A] − μ̂[B] (each the mean over the sets): the ratio at the
 mean of the states the sweep's sets visited, an estimate of the one at the machine's mean
@@ -31,12 +32,12 @@ table of the system (each table's Σ b[s]² / (S − 1): the same machine over t
 ONNX Runtime sessions, two XLA paths) get a narrow CI, two that respond unalike a wide one:
 the independent-residual model (γ = 1) gave every pair the sum of both variants' spreads, too
 wide for the first and too narrow for the second (both measured on three default sweeps with
-self_measurement/reanalyse.py and sweep_agreement.py: CHANGELOG, 2026-12-07). Student's t at
+`python -m fwbench reanalyse` and `agreement`: CHANGELOG, 2026-12-07). Student's t at
 Welch–Satterthwaite's dof from the three terms' (fwbench.analysis.comparisons.judge decides).
 The same γ and τ² say how far the machine's state moved a cell's own latency over the sweep,
 γ²τ² (Rounds.state_variance), which every median's CI holds (fwbench.analysis.process_spread).
-A variant that failed in any set is left out of its file's table (its comparisons fall back
-to the cells); a file with fewer than two sets or two complete variants gives no estimate.
+A variant that failed in any set is left out of its row's table (its comparisons fall back
+to the cells); a table with fewer than two sets or two complete variants gives no estimate.
 """
 
 from __future__ import annotations
@@ -63,15 +64,15 @@ METHOD = (
     "rounds: sets of interleaved processes as blocks, each variant's sensitivity to the "
     "machine's state, moderated variances (Student's t)"
 )
-PRIOR_DOF = 4.0  # d₀: how many degrees of freedom the file's typical variance counts for
+PRIOR_DOF = 4.0  # d₀: how many degrees of freedom the table's typical variance counts for
 
 
 @dataclass(frozen=True)
 class Block:
-    """One rounds file's table: per complete variant its mean log median over the sets, its
-    moderated residual variance (with its dof) and its sensitivity to the machine's state;
-    the table's Σ b[s]², the number of sets; the state variance τ² pooled over the system's
-    tables (with its dof), set by Rounds."""
+    """One row's table (its sets' rounds files): per complete variant its mean log median over
+    the sets, its moderated residual variance (with its dof) and its sensitivity to the
+    machine's state; the table's Σ b[s]², the number of sets; the state variance τ² pooled over
+    the system's tables (with its dof), set by Rounds."""
 
     means: dict[Variant, float]  # (framework, mode, precision) -> mean over sets of x
     variances: dict[Variant, float]  # (framework, mode, precision) -> σ̃²
@@ -137,8 +138,8 @@ def fit_table(x: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, float]:
 
 
 def block_of(ds: xr.Dataset) -> Block | None:
-    """The design's table of one rounds file (its state variance its own until Rounds pools
-    it); None where it gives no estimate."""
+    """The design's table of one row (its sets' rounds files joined along `set`; its state
+    variance its own until Rounds pools it); None where it gives no estimate."""
     complete = np.flatnonzero((ds["status"] == STATUS_OK).all("set").values)
     samples = ds["latency_s"].isel(variant=complete)
     logs = np.log(samples.sel(sample=WARM).transpose("variant", "set", "round").values)

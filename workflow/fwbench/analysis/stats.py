@@ -1,17 +1,20 @@
-"""Statistics of one system's aggregate: stats.nc, stats.csv and <system>/tables/*.md.
+"""Statistics of one system's aggregate: stats.nc, stats.csv and comparisons.csv (the tables,
+<system>/tables/*.md, are rendered from stats.nc by the `tables` rule).
 
-Per cell (framework, mode, arch, batch), from the warm iterations: median, mean, σ (ddof 1),
-CV %, IQR, min, p95 and a CI of the median (one process: a bootstrap,
-fwbench.analysis.estimators; several: the spread between processes and the machine's state
-over the sweep, fwbench.analysis.process_spread); the speed canary's reading
-(fwbench.analysis.machine); the roofline metrics (fwbench.analysis.roofline); compile overhead
-(first call − median). Per compiled mode against the same framework's eager cell: speedup
-(eager median / compiled median) with a bootstrap CI of that ratio, and the break-even
-iteration count (fwbench.analysis.speedups). Per (arch, batch): the winners
-(fwbench.analysis.winners). Flags:
-`high_cv` (CV above the threshold), `contended` (the machine was busy during the cell),
-`invalid_fast` (faster than the roofline allows), `not_compiled` (a compiled mode that the
-framework ran eagerly). Failed cells stay in every output as failed rows with their error.
+Per cell (framework, mode, arch, precision, batch), from the warm iterations of its processes
+pooled: median, mean, σ (ddof 1), CV %, IQR, min, p95 and a CI of the median (where the system
+has a spread between processes, from its cells measured in several or from the rounds' sets:
+that spread and the machine's state over the sweep, fwbench.analysis.process_spread; without
+one, a bootstrap, fwbench.analysis.estimators); the speed canary's reading
+(fwbench.analysis.machine); the roofline metrics (fwbench.analysis.roofline); where the time
+goes (fwbench.analysis.attribution); compile overhead (first call − median). Per non-eager
+mode against the same framework's eager cell, per export mode against its framework's best
+own mode and per low-precision cell against its float32 variant: the speedup with its CI and
+verdict (fwbench.analysis.comparisons: from the rounds where they measured both variants,
+else from the cells' spread between processes, else a bootstrap), and for each non-eager
+mode the break-even iteration count (fwbench.analysis.speedups). Per (arch, precision,
+batch): the winners (fwbench.analysis.winners). Flags: fwbench.analysis.flags.FLAG_MEANINGS.
+Failed cells stay in every output as failed rows with their error.
 
 Each cell's resampling is seeded from (seed, the cell's name), so a CI does not depend on the
 other cells.

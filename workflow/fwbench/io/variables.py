@@ -396,7 +396,8 @@ SPEEDUPS = (
     _stat(
         "speedup_vs_eager",
         "1",
-        "the framework's eager median over this mode's (same arch and batch)",
+        "the framework's eager median over this mode's (same arch and batch; where the rounds"
+        " measured both, the ratio of their rounds' medians)",
     ),
     _stat("speedup_ci_low", "1", "lower end of that ratio's CI"),
     _stat("speedup_ci_high", "1", "upper end of that ratio's CI"),
@@ -404,7 +405,8 @@ SPEEDUPS = (
     _stat(
         "speedup_vs_best",
         "1",
-        "an export mode: its framework's best own mode's median over this mode's",
+        "an export mode: its framework's best own mode's median over this mode's (where the"
+        " rounds measured both, the ratio of their rounds' medians)",
     ),
     _stat("speedup_vs_best_ci_low", "1", "lower end of that ratio's CI"),
     _stat("speedup_vs_best_ci_high", "1", "upper end of that ratio's CI"),
@@ -412,7 +414,7 @@ SPEEDUPS = (
         "speedup_vs_float32",
         "1",
         "a low-precision cell: the same variant's float32 median over this cell's (same arch"
-        " and batch)",
+        " and batch; where the rounds measured both, the ratio of their rounds' medians)",
     ),
     _stat("speedup_vs_float32_ci_low", "1", "lower end of that ratio's CI"),
     _stat("speedup_vs_float32_ci_high", "1", "upper end of that ratio's CI"),

@@ -16,6 +16,7 @@ from typing import Any
 from fwbench.io.variables import V
 
 INFERENCE, SYSTEMS, TRAINING = "inference", "systems", "training"
+MEDIAN = "the median"
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class Entry:
     function: str  # "module:function" under fwbench.present
     kind: str = INFERENCE  # figures: which job draws it (one per system, all systems, training)
     in_results: bool = True  # tables: embedded in the report's results section
+    whiskers: str = ""  # figures: what its whiskers are the CI of ('' where it draws none)
 
     def resolve(self) -> Callable[..., Any]:
         module, function = self.function.split(":")
@@ -38,15 +40,18 @@ FIGURES = (
         "plots_hardware:draw_hardware",
     ),
     Entry("roofline", "Roofline per batch", "plots_roofline:draw_roofline"),
-    Entry("latency", "Latency at the table batch", "plots_latency:draw_latency"),
+    Entry("latency", "Latency at the table batch", "plots_latency:draw_latency", whiskers=MEDIAN),
     Entry(
         "precision",
         "Lower precision: speedup against accuracy cost",
         "plots_precision:draw_precision",
+        whiskers="the speedup over float32",
     ),
-    Entry("speedup", "Compile speedup", "plots_latency:draw_speedup"),
+    Entry(
+        "speedup", "Compile speedup", "plots_latency:draw_speedup", whiskers="the ratio of medians"
+    ),
     Entry(V.efficiency, "Roofline efficiency", "plots_roofline:draw_efficiency"),
-    Entry("scaling", "Batch scaling", "plots_latency:draw_scaling"),
+    Entry("scaling", "Batch scaling", "plots_latency:draw_scaling", whiskers=MEDIAN),
     Entry("stability", "Measurement stability", "plots_latency:draw_stability"),
     Entry("startup", "Start-up: time to first answer", "startup:draw_startup"),
     Entry("attribution", "Where the time goes", "attribution:draw_attribution"),
@@ -70,6 +75,11 @@ def figure_names(kind: str) -> list[str]:
 
 def table_names() -> list[str]:
     return [entry.name for entry in TABLES]
+
+
+def whiskers_of(name: str) -> str:
+    """What figure `name`'s whiskers are the CI of; '' where it draws none."""
+    return next((entry.whiskers for entry in FIGURES if entry.name == name), "")
 
 
 def titles(entries: tuple[Entry, ...]) -> dict[str, str]:

@@ -13,13 +13,15 @@ import math
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
+from matplotlib.ticker import NullLocator
 
 from fwbench.analysis.flags import FLAG_HIGH_CV, has_flag
 from fwbench.io.dims import EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.variables import V
+from fwbench.present import catalog
 from fwbench.present.figure_data import FigureInputs, failed_note, listed
-from fwbench.present.format import percent, short
+from fwbench.present.format import short
+from fwbench.present.intervals import whiskers_note
 from fwbench.present.style import (
     FLAG_COLOR,
     NEUTRAL_COLOR,
@@ -35,6 +37,7 @@ from fwbench.present.style import (
     new_figure,
     place_legend,
     plain_log_ticks,
+    ratio_log_ticks,
     value_labels,
     variant_handles,
 )
@@ -43,12 +46,9 @@ US = 1e6  # seconds → µs
 ERROR_BARS = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black"}}
 
 
-def _ci(inputs: FigureInputs, of: str) -> str:
-    """'95% CI of <of>' and how it was made, in the words of stats.nc's `median_ci_level`
-    (fwbench.analysis.estimators.ci_level), the attribute the report's method section prints."""
-    confidence = percent(inputs.view.attrs["stats_confidence"])
-    how = inputs.view.attrs["median_ci_level"]
-    return f"{confidence} CI of {of} — {how}"
+def _whiskers(inputs: FigureInputs, figure: str) -> str:
+    """The figure's sentence on its whiskers (fwbench.present.intervals)."""
+    return whiskers_note(inputs.view.attrs, catalog.whiskers_of(figure))
 
 
 def draw_latency(inputs: FigureInputs) -> Figure:
@@ -92,8 +92,8 @@ def draw_latency(inputs: FigureInputs) -> Figure:
     add_note(
         figure,
         [
-            "Bars: median of the warm iterations, a cell's processes pooled (µs, labelled); "
-            f"whiskers: {_ci(inputs, 'the median')}.",
+            "Bars: median of the warm iterations, a cell's processes pooled (µs, labelled).",
+            _whiskers(inputs, "latency"),
             inputs.batch_note(),
             failed_note(inputs.view, [batch]),
         ],
@@ -152,9 +152,7 @@ def _speedup_axes(ax, drawn: list[float], archs: list[str], batch: int) -> None:
     ax.axhline(1, color="black", linewidth=1)
     ax.set_yscale("log")
     ax.set_ylim(min(drawn) / 1.15, max(drawn) * 1.15)  # keep_labels_inside adds the labels' room
-    ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    ratio_log_ticks(ax)
     ax.set_xticks(np.arange(len(archs)), archs)
     ax.set_ylabel("speedup over eager (eager ÷ compiled median)")
     ax.set_title(f"Compile speedup at batch {batch}: above 1× the compiled call is faster")
@@ -163,7 +161,7 @@ def _speedup_axes(ax, drawn: list[float], archs: list[str], batch: int) -> None:
 
 def _speedup_notes(inputs: FigureInputs, missing: list[str], uncompiled: list[str]) -> list[str]:
     notes = [
-        f"Whiskers: {_ci(inputs, 'the ratio of medians')}.",
+        _whiskers(inputs, "speedup"),
         "Warm calls only: the compile-speedup table gives the first call's overhead and the "
         "break-even call count.",
         inputs.batch_note(),
@@ -224,7 +222,7 @@ def draw_scaling(inputs: FigureInputs) -> Figure:
     add_note(
         figure,
         [
-            f"Whiskers: {_ci(inputs, 'the median')}.",
+            _whiskers(inputs, "scaling"),
             "The dotted line grows in proportion to the batch from the fastest variant at the "
             "smallest batch: below it, batching pays.",
             failed_note(inputs.view, None),

@@ -20,7 +20,9 @@ from fwbench.analysis.flags import FLAG_UPCAST, has_flag
 from fwbench.io.dims import FLOAT32, STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
+from fwbench.present import catalog
 from fwbench.present.figure_data import FigureInputs, listed, precision_accuracy
+from fwbench.present.intervals import whiskers_note
 from fwbench.present.style import (
     FLAG_COLOR,
     add_note,
@@ -28,6 +30,7 @@ from fwbench.present.style import (
     message_axes,
     new_figure,
     place_legend,
+    ratio_log_ticks,
     variant_handles,
 )
 
@@ -52,6 +55,7 @@ def draw_precision(inputs: FigureInputs) -> Figure:
         if left_out:
             notes.append(f"{precision}, not drawn: {listed(left_out)}.")
     place_legend(figure, variant_handles(variants))
+    notes.append(whiskers_note(inputs.view.attrs, catalog.whiskers_of("precision")))
     notes.append(
         "Crossed: the cell's kernels mostly ran in another dtype (flag upcast); ringed red: its "
         "error lies beyond its bound. Marker size: the architecture's place, "
@@ -120,6 +124,7 @@ def _axes(ax, precision: str, batch: int, ys: list[float]) -> None:
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_ylim(min(ys) / 1.2, max(ys) * 1.2)
+    ratio_log_ticks(ax)
     ax.set_xlabel("accuracy cost: normwise relative error against float64")
     ax.set_ylabel(f"speedup over float32 (float32 ÷ {precision} median)")
     ax.set_title(f"{precision} at batch {batch}: above 1× it is faster")

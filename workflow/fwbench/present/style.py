@@ -25,7 +25,12 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogFormatter  # noqa: E402
+from matplotlib.ticker import (  # noqa: E402
+    FuncFormatter,
+    LogFormatter,
+    LogLocator,
+    NullFormatter,
+)
 
 from fwbench import frameworks  # noqa: E402
 from fwbench.io.atomic import atomic_path  # noqa: E402
@@ -221,6 +226,18 @@ def plain_log_ticks(ax: Axes, axis: str = "y") -> None:
     target = ax.yaxis if axis == "y" else ax.xaxis
     target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}" if v < 1000 else f"{v:,.0f}"))
     target.set_minor_formatter(LogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.5)))
+
+
+def ratio_log_ticks(ax: Axes, axis: str = "y") -> None:
+    """A log axis of ratios labelled as ratios, 0.5×, 1×, 2× (never 5×10⁻¹): ticks at 1, 2 and
+    5 of each decade, at every step of one where the axis (its limits already set) spans under
+    a factor of 4; the other minor ticks unlabelled."""
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    low, high = sorted(ax.get_ylim() if axis == "y" else ax.get_xlim())
+    subs = (1.0, 2.0, 5.0) if high >= 4 * low else tuple(float(step) for step in range(1, 10))
+    target.set_major_locator(LogLocator(subs=subs))
+    target.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}×"))
+    target.set_minor_formatter(NullFormatter())
 
 
 def add_note(figure: Figure, lines: Sequence[str]) -> None:

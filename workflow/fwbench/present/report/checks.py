@@ -14,6 +14,7 @@ from fwbench.precisions import FLOAT32
 from fwbench.present.figure_data import listed
 from fwbench.present.format import MISSING, fixed, significant
 from fwbench.present.report.context import ReportContext
+from fwbench.present.report.support import unsupported
 from fwbench.present.tables import markdown_table
 
 SECTION = "Cross-checks"
@@ -26,7 +27,9 @@ BOUND_NOTE = (
 
 
 def verdict_line(context: ReportContext) -> str:
-    """'**Cross-checks:** equivalence …; FLOP counters …', or '' without check files."""
+    """'**Cross-checks:** equivalence …; FLOP counters …', or '' without check files. The
+    outputs their path does not support are left out here: `support.unsupported_line` says
+    them, once."""
     parts = []
     if context.equivalence is not None:
         parts.append(_equivalence_verdict(context.equivalence))
@@ -38,7 +41,14 @@ def verdict_line(context: ReportContext) -> str:
 
 
 def _equivalence_verdict(rows: pd.DataFrame) -> str:
+    rows = rows.assign(precision=_precisions(rows))
+    refused = [
+        unsupported(r["framework"], r["mode"], r["precision"], r.get("error")) is not None
+        for r in rows.to_dict("records")
+    ]
     passed = _passed(rows)
+    supported = ~pd.Series(refused, index=rows.index, dtype=bool) | passed
+    rows, passed = rows[supported], passed[supported]
     text = (
         f"equivalence {int(passed.sum())} of {len(rows)} outputs match the float64 reference "
         f"within {_tolerances(rows)}"
@@ -115,7 +125,7 @@ def _equivalence_table(rows: pd.DataFrame) -> str:
             r.precision,
             significant(r.max_rel_err),
             significant(r.tolerance),
-            "pass" if p else "**FAIL**",
+            "pass" if p else _failure(r),
             r.error if isinstance(r.error, str) else "",
         ]
         for r, p in zip(rows.itertuples(), passed, strict=True)
@@ -129,6 +139,14 @@ def _equivalence_table(rows: pd.DataFrame) -> str:
             table_rows,
         )
     )
+
+
+def _failure(row: Any) -> str:
+    """A failed row's result: not supported by its path (support.unsupported), or FAIL."""
+    error = row.error if isinstance(row.error, str) else ""
+    if unsupported(row.framework, row.mode, row.precision, error) is not None:
+        return "not supported"
+    return "**FAIL**"
 
 
 def _flops_table(rows: pd.DataFrame) -> str:

@@ -1,7 +1,8 @@
 """A system's deployment paths: which architecture each export mode could export (the support
-matrix: measured, or the export's own reason) and what each export cost, from the artifact
-manifests (fwbench.io.artifact_file); each path's latency beside its framework's eager and best
-own mode, and the ONNX exporters side by side in one runtime, from stats.nc."""
+matrix: exported, not supported by the path (fwbench.present.report.support) or the export's
+own error) and what each export cost, from the artifact manifests (fwbench.io.artifact_file);
+each path's latency beside its framework's eager and best own mode, and the ONNX exporters side
+by side in one runtime, from stats.nc."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
 from fwbench.present.format import MISSING, fixed, latency_us, percent, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
+from fwbench.present.report.support import unsupported
 from fwbench.present.tables import markdown_table
 
 REASON_CHARS = 120  # a failure's message in the matrix; the manifest holds it whole
@@ -52,19 +54,26 @@ def _path(manifest: Mapping[str, Any]) -> str:
 
 
 def _entry(manifest: Mapping[str, Any]) -> str:
+    """'exported', 'not supported: <why> (<the exporter's words>)' where the path does not
+    support the model (support.unsupported), else 'failed: <type>: <the exporter's words>'."""
     if manifest.get("status") == STATUS_OK:
         return "exported"
     message = str(manifest.get("error_message", ""))
+    error = f"{manifest.get('error_type', '')}: {message}"
     if "error: " in message:  # a converter's message opens with the source location
         message = message[message.index("error: ") + len("error: ") :]
     message = message.strip().split("\n", 1)[0]  # the reason, not the traceback under it
     if len(message) > REASON_CHARS:
         message = message[: REASON_CHARS - 1] + "…"
+    precision = manifest.get("precision", FLOAT32)
+    rule = unsupported(manifest["framework"], manifest["mode"], precision, error)
+    if rule is not None:
+        return f"not supported: {rule.reason} ({manifest.get('error_type', '')}: {message})"
     return f"failed: {manifest.get('error_type', '')}: {message}"
 
 
 def support_matrix(manifests: Sequence[Mapping[str, Any]]) -> str:
-    """Architecture × path: exported, or the export's error."""
+    """Architecture × path: exported, not supported (why), or the export's error."""
     paths = sorted({_path(m) for m in manifests})
     archs = list(dict.fromkeys(m["arch"] for m in manifests))
     found = {(m["arch"], _path(m)): _entry(m) for m in manifests}

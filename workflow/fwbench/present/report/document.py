@@ -1,5 +1,6 @@
-"""The report in order, findings first: the header and the cross-checks' one-line verdict, the
-findings (fwbench.present.report.findings: every number in a table or figure below), the
+"""The report in order, findings first: the header, the findings
+(fwbench.present.report.findings: every number in a table or figure below), then in brief the
+cross-checks' verdict and what each deployment path does not support (one line each), the
 systems side by side, then per system its results (figures, winners, statistics tables), its
 failed and flagged cells, its deployment paths (support matrix, export costs), its measurement
 quality, its hardware and method; then training,
@@ -34,8 +35,11 @@ from fwbench.present.report.results import (
     winners_section,
 )
 from fwbench.present.report.startup_costs import startup_section
+from fwbench.present.report.support import unsupported_line
 from fwbench.present.report.systems import systems_section
 from fwbench.present.report.training import training_section
+
+IN_BRIEF = "Checks in brief"
 
 
 def render(context: ReportContext) -> str:
@@ -54,9 +58,18 @@ def render(context: ReportContext) -> str:
 
 def opening(context: ReportContext) -> list[str]:
     """The report's first sections, which the HTML report's findings page shows too
-    (`html_page`): the header, the cross-checks' verdict, each system's findings."""
-    sections = [header_section(context), verdict_line(context)]
-    return sections + [findings_section(context, part) for part in context.parts]
+    (`html_page`): the header, each system's findings, then the cross-checks' verdict and what
+    the paths do not support, a line each."""
+    sections = [header_section(context)]
+    sections += [findings_section(context, part) for part in context.parts]
+    return sections + [in_brief_section(context)]
+
+
+def in_brief_section(context: ReportContext) -> str:
+    """The cross-checks' verdict and the paths' refusals, under their own heading (so that
+    neither reads as one system's finding); '' where there is neither."""
+    lines = [line for line in (verdict_line(context), unsupported_line(context)) if line]
+    return f"## {IN_BRIEF}\n\n" + "\n".join(lines) if lines else ""
 
 
 def system_part(context: ReportContext, part: SystemPart) -> str:

@@ -2,8 +2,9 @@
 table batch and its margin (or the contenders, equivalent or undetermined), where compiling pays
 and where it does not, each framework's largest part of the time (the attribution), the range
 of roofline efficiency, per low precision whether it pays and at what accuracy cost, and what
-failed or was flagged. Every number is copied, as the table
-below prints it, from the table or figure the finding names."""
+failed or was flagged. Each finding is one short sentence, its answer first, naming at most
+`markdown.NAMED_AT_MOST` cells (more are counted: the table it names lists them). Every number
+is copied, as the table below prints it, from the table or figure the finding names."""
 
 from __future__ import annotations
 
@@ -14,12 +15,16 @@ from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
 from fwbench.present.format import fixed, latency_us, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
+from fwbench.present.report.markdown import named
 from fwbench.present.report.precision import precision_findings
+from fwbench.present.report.support import refused_keys
 from fwbench.present.report.training import training_findings
 from fwbench.present.tables import RATIO_WITH_CI
 
 
 def _winner(view: StatsView, arch: str, batch: int) -> str:
+    """The architecture's winner at `batch`, first: who wins and by how much, or the
+    contenders (counted where there are more than a finding names)."""
     row = view.ds.sel(arch=arch, batch=batch, scope="all")
     verdict, name, contenders = (
         row[n].item() for n in ("winner_verdict", "winner", "winner_contenders")
@@ -34,9 +39,10 @@ def _winner(view: StatsView, arch: str, batch: int) -> str:
     if verdict == WINNER:
         return f"`{arch}`: **{name}** wins in {median}, {runner_up}"
     fastest = f"{row['winner_fastest'].item()} ({median})"
+    among = named(str(contenders).split(", "), "the winners table")
     if verdict == EQUIVALENT_FIRST:
-        return f"`{arch}`: equivalent within ±{_min_effect(view)}: {contenders}, fastest {fastest}"
-    return f"`{arch}`: undetermined among {contenders}: fastest {fastest}, {runner_up}"
+        return f"`{arch}`: equivalent within ±{_min_effect(view)}: {among}, fastest {fastest}"
+    return f"`{arch}`: undetermined among {among}: fastest {fastest}, {runner_up}"
 
 
 def _min_effect(view: StatsView) -> str:
@@ -69,8 +75,9 @@ def decided(view: StatsView) -> str:
 
 
 def winner_findings(view: StatsView, batch: int) -> list[str]:
-    lines = [_winner(view, arch, batch) for arch in view.archs()]
-    return [f"Winners at batch {batch} (winners table): " + "; ".join(lines) + "."]
+    """One finding per architecture: its winner at the table batch."""
+    where = f"(Winners at batch {batch})"
+    return [f"{_winner(view, arch, batch)} {where}." for arch in view.archs()]
 
 
 def _span(low: float, high: float, digits: int, unit: str = "") -> str:
@@ -100,18 +107,19 @@ def _compile_line(view: StatsView, framework: str, mode: str) -> str:
         parts.append(f"equivalent in {equivalent} (CI within ±{_min_effect(view)})")
     if undetermined := int(value(V.compile_undetermined_cells)):
         parts.append(f"undetermined in {undetermined} (the data cannot tell)")
-    return f"`{framework}/{mode}`: " + ", ".join(parts) if parts else ""
+    if not parts:
+        return ""
+    return f"`{framework}/{mode}` is " + ", ".join(parts) + " (Compile speedup table)."
 
 
 def compile_findings(view: StatsView) -> list[str]:
+    """One finding per compiled mode: against eager, over its cells."""
     lines = [_compile_line(view, f, m) for f, m in view.variants(compiled_only=True)]
-    lines = [line for line in lines if line]
-    if not lines:
-        return []
-    return ["Compiling (compile speedup table): " + "; ".join(lines) + "."]
+    return [line for line in lines if line]
 
 
 def attribution_findings(view: StatsView, batch: int) -> list[str]:
+    """One finding per framework: the largest part of its time at the table batch."""
     lines = []
     for framework in view.ds["framework"].values.tolist():
 
@@ -125,19 +133,16 @@ def attribution_findings(view: StatsView, batch: int) -> list[str]:
         rest = ""
         if value(V.framework_largest_rest_cell):
             rest = (
-                f" (the largest rest, `{value(V.framework_largest_rest_cell)}`: "
+                f"; the largest rest, `{value(V.framework_largest_rest_cell)}`: "
                 f"{latency_us(value(V.framework_largest_rest_s))} µs, of which "
                 f"{latency_us(value(V.framework_largest_rest_outside_s))} µs outside the "
-                "framework)"
+                "framework"
             )
-        lines.append(f"`{framework}`: {top} in {count} of {cells} cells{rest}")
-    if not lines:
-        return []
-    return [
-        f"Largest part of the time at batch {batch} (Where the time goes): "
-        + "; ".join(lines)
-        + "."
-    ]
+        lines.append(
+            f"`{framework}`: {top} is the largest part of the time in {count} of {cells} cells "
+            f"at batch {batch}{rest} (Where the time goes)."
+        )
+    return lines
 
 
 def efficiency_findings(view: StatsView) -> list[str]:
@@ -151,18 +156,23 @@ def efficiency_findings(view: StatsView) -> list[str]:
         )
     )
     return [
-        f"Roofline efficiency (efficiency table) ranges from {low} to {high} "
-        "of the cache-aware roof (flagged cells left out)."
+        f"Roofline efficiency ranges from {low} to {high} of the cache-aware roof (Roofline "
+        "efficiency table; flagged cells left out)."
     ]
 
 
 def problem_findings(view: StatsView) -> list[str]:
-    failed = int(view.of_system(V.cells_failed))
+    """How many cells failed (those their path does not support counted apart: the opening's
+    line names them) and which flags were raised."""
+    failed = view.failed()
+    refused = len(refused_keys(view))
+    real = len(failed) - refused
+    apart = f", {refused} more not supported by their path" if refused else ""
     flagged = view.of_system(V.flag_counts)
     return [
-        f"Failed and flagged (Failed and flagged cells): {failed} "
-        f"{'cell' if failed == 1 else 'cells'} failed; "
-        + (f"flags: {flagged}." if flagged else "no cell flagged.")
+        f"{real} {'cell' if real == 1 else 'cells'} failed{apart}; "
+        + (f"flags: {flagged}" if flagged else "no cell flagged")
+        + " (Failed and flagged cells)."
     ]
 
 
@@ -171,7 +181,7 @@ def findings_section(context: ReportContext, part: SystemPart) -> str:
     batch = view.table_batch
     findings = [
         *winner_findings(view, batch),
-        f"Comparisons at batch {batch} (winners): {decided(view)}.",
+        f"Comparisons at batch {batch} (Winners at batch {batch}): {decided(view)}.",
         *compile_findings(view),
         *attribution_findings(view, batch),
         *efficiency_findings(view),

@@ -1,6 +1,7 @@
 """Markdown helpers the report's sections share: nesting embedded files' headings, embedding
-the summary tables, figure links relative to the report, JSON text from attributes, and tables
-of values as the files hold them (floats to 4 significant digits)."""
+the summary tables, figure links relative to the report, a finding's few names (or their count),
+JSON text from attributes, and tables of values as the files hold them (floats to 4 significant
+digits)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,18 @@ def embedded_tables(files: Mapping[str, Path], names: Sequence[str], heading: st
 def link(path: Path, report_dir: Path) -> str:
     """The path of `path` relative to the report's directory, with forward slashes."""
     return Path(os.path.relpath(path, report_dir)).as_posix()
+
+
+# A finding names at most this many cells inline; more are counted, and its table names them.
+NAMED_AT_MOST = 3
+
+
+def named(names: Sequence[str], where: str) -> str:
+    """'a, b, c' where there are at most NAMED_AT_MOST names, else their count and where each
+    is named: '15 (each: <where>)'."""
+    if len(names) <= NAMED_AT_MOST:
+        return ", ".join(names)
+    return f"{len(names)} (each: {where})"
 
 
 def parse_json(text: Any) -> Any:

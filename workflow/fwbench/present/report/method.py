@@ -10,9 +10,11 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from fwbench.io.dims import STATUS_OK
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
 from fwbench.present.format import MISSING, fixed, latency_us
+from fwbench.present.intervals import METHOD_DOC, METHOD_LINK
 from fwbench.present.report.compilation import RECURRENT_EAGER, compile_rows
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.report.markdown import parse_json
@@ -58,7 +60,7 @@ def method_section(context: ReportContext, part: SystemPart) -> str:
         + _samples_text(view, settings)
         + " Every call is synchronized before the next starts; the first call "
         "(tracing/compilation) is timed apart.\n"
-        + _processes_line(stats.attrs)
+        + _processes_line(view, settings)
         + _statistics_line(stats.attrs)
         + CONTEXT_AND_GC
         + ROOFLINE
@@ -69,16 +71,36 @@ def method_section(context: ReportContext, part: SystemPart) -> str:
     )
 
 
-def _processes_line(attrs: Mapping[str, Any]) -> str:
-    processes = int(attrs.get("processes", 1) or 1)
+def _processes_line(view: StatsView, settings: Mapping[str, Any]) -> str:
+    """Which cells ran in several fresh processes: the seeded share of each architecture's
+    batches per framework and mode (bench.multi_process_share, fwbench.plan.processes), in
+    bench.processes processes, the rest in one; counted from the cells' `process_count`."""
+    processes = int(view.attrs.get("processes", 1) or 1)
     if processes <= 1:
         return ""
+    ok = view.status() == STATUS_OK
+    counts = view.values(V.process_count).astype(float)
+    several, measured = int((ok & (counts >= 2)).sum()), int(ok.sum())
+    share = settings.get("multi_process_share")
+    if isinstance(share, int | float) and share < 1:
+        which = (
+            f"A seeded {share:.0%} of each architecture's batch sizes (at least one) per "
+            f"framework and mode (`bench.multi_process_share`) is measured in {processes} "
+            "fresh processes (`bench.processes`), the rest in one"
+        )
+    elif isinstance(share, int | float):
+        which = f"Every cell is measured in {processes} fresh processes (`bench.processes`)"
+    else:
+        which = f"Some cells are measured in up to {processes} fresh processes, the rest in one"
+    lows = ""
+    if any(precision != view.precision for precision in view.precisions()):
+        lows = f" ({view.precision} cells; every cell in a lower precision ran in one)"
     return (
-        f"- Every cell is measured in {processes} fresh processes, all cells' processes in one "
-        "seeded shuffled order (each after the cell's process 0); the timed samples of all "
-        "processes are pooled. The first call reported is process 0's, with an empty compile "
-        "cache; later processes start from a copy of its on-disk compile cache (torch "
-        "inductor's), so they do not pay the cold compile again.\n"
+        f"- {which}: {several} of {measured} measured cells here ran in more than one{lows}. All "
+        "processes run in one seeded shuffled order (each after its cell's process 0); a cell's "
+        "timed samples of all its processes are pooled. The first call reported is process "
+        "0's, with an empty compile cache; later processes start from a copy of its on-disk "
+        "compile cache (torch inductor's), so they do not pay the cold compile again.\n"
     )
 
 
@@ -94,7 +116,8 @@ def _statistics_line(attrs: Mapping[str, Any]) -> str:
     return (
         f"- Statistics: median with a {fixed(attrs.get('stats_confidence', math.nan), 100, 0)}% "
         f"CI ({attrs.get('median_ci_level', 'over the timings of one process')}; bootstraps "
-        f"are percentile, {attrs.get('stats_bootstrap_resamples', MISSING)} resamples). "
+        f"are percentile, {attrs.get('stats_bootstrap_resamples', MISSING)} resamples; each "
+        f"interval and what it covers: [{METHOD_DOC}]({METHOD_LINK})). "
         f"A CV above {attrs.get('stats_cv_threshold_pct', MISSING)}% and above "
         f"{attrs.get('stats_cv_machine_factor', MISSING)}× the speed canary's CV beside it "
         "(the machine's own noise on that core) is flagged high_cv: the framework's own noise, "

@@ -26,6 +26,8 @@ from fwbench.precisions import BFLOAT16, INT8, INT8_STATIC, QUANTIZED, arithmeti
 from fwbench.present.figure_data import precision_accuracy
 from fwbench.present.format import MISSING, significant, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
+from fwbench.present.report.markdown import NAMED_AT_MOST, named
+from fwbench.present.report.support import failure_text, refused_keys, unsupported
 from fwbench.present.tables import markdown_table
 
 SECTION = "Precision"
@@ -166,6 +168,8 @@ def _speedup_table(view: StatsView, batch: int) -> str:
 def _entry(view: StatsView, key: CellKey) -> str:
     status = view.value(V.status, key)
     if status == STATUS_FAILED:
+        if rule := unsupported(*key.variant, key.precision, failure_text(view, key)):
+            return f"not supported: {rule.reason}"
         return f"failed: {str(view.value(V.error, key))[:REASON_CHARS]}"
     if status != STATUS_OK:
         return MISSING
@@ -198,6 +202,8 @@ def _accuracy(row: Any) -> str:
         return error
     if math.isfinite(float(row.max_rel_err)):
         return f"**beyond its bound**: {error}"
+    if unsupported(row.framework, row.mode, row.precision, getattr(row, "error", None)):
+        return "not supported"
     return "did not run"
 
 
@@ -217,22 +223,33 @@ DISPATCH_BOUND_SHARE = 0.5
 def precision_findings(
     view: StatsView, equivalence: pd.DataFrame | None, system: str | None
 ) -> list[str]:
-    """Per low precision: its cells' verdicts against float32, its largest gain, where it
-    does not pay and why, and what it cost in accuracy (the Precision section's tables)."""
+    """Per low precision, two findings: whether it pays against float32 (its cells' verdicts,
+    its largest gain, where it does not pay and why, what could not run) and what it cost in
+    accuracy (the Precision section's tables)."""
     lines = []
     for precision in (p for p in view.precisions() if p != FLOAT32):
         low = view.in_precision(precision)
         compared = _compared(low)
-        failed = len(low.failed())
+        failed = low.failed()
         if not compared and not failed:
             continue
         parts = [_verdicts(low, compared), _best(low, compared), _slower(view, low, compared)]
-        parts.append(_accuracy_finding(precision_accuracy(equivalence, system, precision)))
-        if failed:
-            parts.append(f"{failed} {'cell' if failed == 1 else 'cells'} could not run")
+        parts.append(_not_run(low, failed))
         text = "; ".join(part for part in parts if part)
-        lines.append(f"`{precision}` against float32 (Precision): {text}.")
+        lines.append(f"`{precision}` against float32: {text} ({SECTION}).")
+        accuracy = _accuracy_finding(precision_accuracy(equivalence, system, precision))
+        if accuracy:
+            lines.append(f"`{precision}` accuracy: {accuracy} ({SECTION}).")
     return lines
+
+
+def _not_run(low: StatsView, failed: list[CellKey]) -> str:
+    """How many cells failed, and how many more their path does not support."""
+    refused = len(refused_keys(low))
+    real = len(failed) - refused
+    parts = [f"{real} {'cell' if real == 1 else 'cells'} failed"] if real else []
+    parts += [f"{refused} not supported by their path"] if refused else []
+    return ", ".join(parts)
 
 
 def _compared(low: StatsView) -> list[CellKey]:
@@ -242,9 +259,14 @@ def _compared(low: StatsView) -> list[CellKey]:
 
 
 def _verdicts(low: StatsView, compared: list[CellKey]) -> str:
+    """'faster in 5 of 30 cells, slower in 15, ...': the answer, first."""
     counts = Counter(str(low.value(V.precision_verdict, key)) for key in compared)
-    shown = ", ".join(f"{word} {counts[word]}" for word in VERDICT_WORDS if counts[word])
-    return f"of {len(compared)} cells set against float32, {shown or 'none decided'}"
+    words = [word for word in VERDICT_WORDS if counts[word]]
+    if not words:
+        return f"none of {len(compared)} cells decided"
+    first, *rest = words
+    shown = [f"{first} in {counts[first]} of {len(compared)} cells"]
+    return ", ".join(shown + [f"{word} in {counts[word]}" for word in rest])
 
 
 def _label(key: CellKey) -> str:
@@ -261,23 +283,38 @@ def _best(low: StatsView, compared: list[CellKey]) -> str:
 
 
 def _slower(view: StatsView, low: StatsView, compared: list[CellKey]) -> str:
+    """The slower cells with their reasons; where there are more than a finding names, how
+    many have each reason."""
     slower = [k for k in compared if low.value(V.precision_verdict, k) == SLOWER]
     if not slower:
         return ""
-    return "slower: " + ", ".join(f"{_label(k)}{_why_slower(view, low, k)}" for k in slower)
+    reasons = [_why_slower(view, low, k) for k in slower]
+    if len(slower) <= NAMED_AT_MOST:
+        return "slower: " + ", ".join(
+            f"{_label(k)}{f' ({why})' if why else ''}"
+            for k, (_, why) in zip(slower, reasons, strict=True)
+        )
+    counts = Counter(kind for kind, _ in reasons)
+    why = ", ".join(f"{counts[kind]} {kind}" for kind in (UPCAST, DISPATCH_BOUND) if counts[kind])
+    table = f"each: the {low.precision} against float32 tables"
+    return "the slower ones" + (f": {why}" if why else "") + f" ({table})"
 
 
-def _why_slower(view: StatsView, low: StatsView, key: CellKey) -> str:
+UPCAST, DISPATCH_BOUND = "upcast", "dispatch-bound"
+
+
+def _why_slower(view: StatsView, low: StatsView, key: CellKey) -> tuple[str, str]:
     """Why a low-precision cell does not pay, where the data say: its kernels ran in another
-    dtype (upcast), or float32's time is mostly dispatch, which no arithmetic narrows."""
+    dtype (upcast), or float32's time is mostly dispatch, which no arithmetic narrows. The
+    reason's kind and its words; ('', '') where the data do not say."""
     if has_flag(np.array([low.value(V.flags, key)]), FLAG_UPCAST)[0]:
         share = low.value(V.low_precision_share, key)
-        return f" (upcast: {share:.0%} of its work in {arithmetic_of(low.precision)})"
+        return UPCAST, f"{UPCAST}: {share:.0%} of its work in {arithmetic_of(low.precision)}"
     twin = CellKey(key.framework, key.mode, key.arch, key.batch, FLOAT32)
     dispatch = view.in_precision(FLOAT32).value(V.dispatch_share, twin)
     if math.isfinite(dispatch) and dispatch >= DISPATCH_BOUND_SHARE:
-        return f" (dispatch-bound: dispatch is {dispatch:.0%} of float32's median)"
-    return ""
+        return DISPATCH_BOUND, f"{DISPATCH_BOUND}: dispatch is {dispatch:.0%} of float32's median"
+    return "", ""
 
 
 def _accuracy_finding(rows: pd.DataFrame | None) -> str:
@@ -297,8 +334,8 @@ def _accuracy_finding(rows: pd.DataFrame | None) -> str:
     text += _saturation_finding(ran)
     if beyond.empty:
         return text + ", every one within its bound"
-    named = ", ".join(f"{r.framework} {r.mode} `{r.arch}`" for r in beyond.itertuples())
-    return text + f", **beyond its bound: {named}**"
+    names = [f"{r.framework} {r.mode} `{r.arch}`" for r in beyond.itertuples()]
+    return text + f", **beyond its bound: {named(names, 'the accuracy table')}**"
 
 
 def _saturation_finding(rows: pd.DataFrame) -> str:

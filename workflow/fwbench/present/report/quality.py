@@ -13,6 +13,7 @@ from fwbench.analysis.machine import MACHINE, MACHINE_RHO, OWN, SLOW_PROCESS
 from fwbench.io.stats_file import StatsView
 from fwbench.io.variables import V
 from fwbench.present.format import MISSING, fixed
+from fwbench.present.intervals import coverage
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.tables import markdown_table
 
@@ -127,8 +128,7 @@ def quality_section(context: ReportContext, part: SystemPart) -> str:
         f"{MACHINE_RHO}), else the framework's own. A process more than "
         f"{100 * (SLOW_PROCESS - 1):.0f}% slower than its cell's median process is slow: "
         "the machine's where its canary ran slower by at least half as much (or it was "
-        "flagged), else its own. The medians' CIs: "
-        f"{attrs.get('median_ci_level', MISSING)}.\n\n"
+        f"flagged), else its own. The medians' CIs: {coverage(attrs)} (the method section).\n\n"
         + markdown_table(HEADER, rows)
         + _slow_machine_cells(view)
         + _noisy_cells(view)

@@ -1,9 +1,11 @@
-"""A system's results: its figures (in the order of FIGURE_TITLES), the winners at the table
+"""A system's results: its figures (in the order of FIGURE_TITLES; under each that draws
+whiskers, one sentence on what they are, fwbench.present.intervals), the winners at the table
 batch, and the statistics tables (latency, compile speedup, efficiency, winners)."""
 
 from __future__ import annotations
 
 from fwbench.present import catalog
+from fwbench.present.intervals import whiskers_caption
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.report.findings import decided
 from fwbench.present.report.markdown import embedded_tables, link
@@ -26,6 +28,8 @@ def figures_section(context: ReportContext, part: SystemPart) -> str:
     for figure in ranked:
         title = FIGURE_TITLES.get(figure.stem, figure.stem)
         parts.append(f"### {title}\n\n![{title}]({link(figure, context.report_dir)})\n")
+        if of := catalog.whiskers_of(figure.stem):
+            parts.append(whiskers_caption(part.view.attrs, of) + "\n")
     return "\n".join(parts)
 
 

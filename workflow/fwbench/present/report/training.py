@@ -15,7 +15,7 @@ from fwbench.io.dims import STATUS_ABSENT, STATUS_OK
 from fwbench.io.train_file import evaluation_parts
 from fwbench.present.format import MISSING, fixed, percent, times
 from fwbench.present.report.context import ReportContext
-from fwbench.present.report.markdown import frame_table, table
+from fwbench.present.report.markdown import frame_table, named, table
 from fwbench.training.summary import (
     ACCURACY_SHARE_BAR,
     against_float32,
@@ -201,11 +201,11 @@ def training_findings(context: ReportContext, system: str | None) -> list[str]:
         frame = summary_frame(train)
         if system is not None:
             frame = frame[frame["system"] == system]
-        trained = [_trained_phrase(row) for _, row in against_float32(frame).iterrows()]
-        if trained:
-            lines.append(
-                "Lower-precision training against float32 (Training): " + "; ".join(trained) + "."
-            )
+        # one finding per lower-precision run: each is a cell of its own
+        lines += [
+            f"Training against float32 (Training): {_trained_phrase(row)}."
+            for _, row in against_float32(frame).iterrows()
+        ]
         evaluated = evaluated_against_float32(frame).dropna(subset=["accuracy"])
         if not evaluated.empty:
             lines.append(_evaluated_finding(evaluated))
@@ -237,8 +237,8 @@ def _evaluated_finding(evaluated: pd.DataFrame) -> str:
     below = evaluated[~evaluated["meets_bar"]]
     if below.empty:
         return text + "."
-    named = ", ".join(_evaluated_phrase(row) for _, row in below.iterrows())
-    return text + f"; below the bar: {named}."
+    names = [_evaluated_phrase(row) for _, row in below.iterrows()]
+    return text + f"; below the bar: {named(names, 'the Training section')}."
 
 
 def _evaluated_phrase(row: pd.Series) -> str:

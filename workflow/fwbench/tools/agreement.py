@@ -1,7 +1,7 @@
 """Do two independent sweeps of one config agree on their comparisons?
 
-    python self_measurement/sweep_agreement.py RESULTS_A RESULTS_B [--kind winner] [--batch 32]
-        [--precision float32]
+    python -m fwbench agreement RESULTS_A RESULTS_B [--kind winner] [--batch 32]
+        [--precision float32] [--confidence 0.95]
 
 RESULTS_A and RESULTS_B are the results/ directories of two sweeps (fresh directories, the same
 code and config). Over the comparisons both made (results/summary/comparisons.csv: the same
@@ -11,7 +11,7 @@ verdicts use (Student's t at the smaller dof where both have one); how many verd
 (faster in one, slower in the other); how many are decided in one and undetermined in the other;
 and, per sweep, the share decided and the median CI half-width (exp(half the width in log) − 1).
 An honest CI covers the other sweep's point ratio only about 83 % of the time (two independent
-estimates of one ratio), so the difference is tested, not the point. The script decides nothing.
+estimates of one ratio), so the difference is tested, not the point. The command decides nothing.
 """
 
 from __future__ import annotations
@@ -31,9 +31,10 @@ from fwbench.io.comparisons_file import DECIDED, FASTER, SLOWER, read_comparison
 KEY = ["system", "kind", "arch", "precision", "batch", "baseline", "candidate"]
 
 
-def _comparisons(
+def comparisons(
     results: Path, kind: str | None, batch: int | None, precision: str | None
 ) -> pd.DataFrame:
+    """A sweep's comparisons (results/summary/comparisons.csv), those selected, keyed by KEY."""
     frame = read_comparisons_table(results / "summary" / "comparisons.csv")
     if "precision" not in frame.columns:
         frame = frame.assign(precision="float32")
@@ -82,6 +83,7 @@ def agreement(a: pd.DataFrame, b: pd.DataFrame, confidence: float) -> dict[str, 
 
 
 def report(name: str, frame: pd.DataFrame) -> str:
+    """One sweep's line: its comparisons, the share decided, the median CI half-width."""
     decided = frame["verdict"].isin(DECIDED).sum()
     counts = frame["verdict"].value_counts().to_dict()
     return (
@@ -94,16 +96,17 @@ def _pct(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole else "—"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("a", type=Path)
-    parser.add_argument("b", type=Path)
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", type=Path, metavar="RESULTS_A")
+    parser.add_argument("b", type=Path, metavar="RESULTS_B")
     parser.add_argument("--kind", help="winner, compile or deployment (default: every kind)")
     parser.add_argument("--batch", type=int, help="one batch only (e.g. the table batch)")
     parser.add_argument("--precision", help="one precision's rows only (e.g. float32)")
     parser.add_argument("--confidence", type=float, default=0.95, help="stats.confidence")
-    args = parser.parse_args()
-    a, b = (_comparisons(path, args.kind, args.batch, args.precision) for path in (args.a, args.b))
+
+
+def run(args: argparse.Namespace) -> int:
+    a, b = (comparisons(path, args.kind, args.batch, args.precision) for path in (args.a, args.b))
     print(report(f"A {args.a}", a))
     print(report(f"B {args.b}", b))
     found = agreement(a, b, args.confidence)
@@ -117,7 +120,4 @@ def main() -> None:
     print(f"  same verdict: {found['same_verdict']} ({_pct(found['same_verdict'], shared)})")
     print(f"  reversed (faster in one, slower in the other): {found['reversed']}")
     print(f"  decided in one, undetermined in the other: {found['decided_in_one_only']}")
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -1,16 +1,18 @@
 """How much a cell's median moves between fresh processes, and whether the CIs cover it.
 
-    .venv/bin/python self_measurement/process_variation.py results/aggregate/bench.nc \\
-        [--default-stats saved/stats.nc] [--processes 2]
+    python -m fwbench variation results/aggregate/bench.nc [--default-stats saved/stats.nc]
+        [--processes 2]
 
 For each measured cell of an aggregate with more than one process (a run of
 config/rigorous.yaml laid over a default sweep): the spread of the per-process medians (max /
 min) and whether each CI holds the median of all the aggregate's processes (the "truth" a
 second and third process would move towards):
-  - p0 boot: the bootstrap CI of process 0's timings alone (a one-process sweep's CI);
-  - first k: the CI the statistics make from the first k processes (`--processes`, the
-    default sweep's), σ pooled over the aggregate's cells (fwbench.analysis.process_spread),
-    so with an aggregate of a few cells it is wide;
+  - p0 boot: the bootstrap CI of process 0's timings alone (the CI of a one-process sweep
+    without rounds);
+  - first k: the spread CI from the first k processes (`--processes`, the default sweep's), σ
+    pooled over the aggregate's cells (fwbench.analysis.process_spread), so with an aggregate
+    of a few cells it is wide; without the machine's state term γ²τ², which the statistics add
+    from the rounds where these fitted it (this tool reads no rounds);
   - default: the CI a default sweep reported for the cell, read from its stats.nc
     (`--default-stats`, saved before the rigorous processes were added): the figure the
     issue asks for, σ pooled over the default sweep's cells.
@@ -19,7 +21,6 @@ second and third process would move towards):
 from __future__ import annotations
 
 import argparse
-import sys
 
 import numpy as np
 import xarray as xr
@@ -32,6 +33,7 @@ from fwbench.io.stats_file import read_stats
 from fwbench.rng import seeded_rng
 
 CONFIDENCE = 0.95
+KINDS = ("p0", "first_k", "default")
 
 
 def _cells(bench: xr.Dataset) -> tuple[list[str], xr.DataArray, np.ndarray]:
@@ -59,6 +61,8 @@ def _first_k_cis(latency: xr.DataArray, status: np.ndarray, k: int) -> dict[tupl
 
 
 def cell_rows(path: str, processes: int, default_stats: str | None) -> list[dict]:
+    """Per measured cell: its name, the spread of its process medians, the all-process median
+    (`truth`) and the three CIs (KINDS; `default` None without `default_stats`)."""
     bench = read_bench(path)
     if bench.sizes.get("process", 1) < 2:
         raise SystemExit(f"{path} has {bench.sizes.get('process', 1)} process: nothing to compare")
@@ -97,31 +101,29 @@ def _width(ci: tuple[float, float] | None, truth: float) -> str:
     return "-" if ci is None else f"{100 * (ci[1] - ci[0]) / truth:.1f}"
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("bench", help="results/aggregate/bench.nc of a run with processes > 1")
-    parser.add_argument("--processes", type=int, default=2, help="the default sweep's")
-    parser.add_argument("--default-stats", help="stats.nc of the default sweep, saved")
-    args = parser.parse_args(argv)
-    rows = cell_rows(args.bench, args.processes, args.default_stats)
-    kinds = ("p0", "first_k", "default")
+def print_rows(rows: list[dict]) -> None:
+    """One line per cell: its spread, and per CI whether it holds the truth and its width."""
     print(
         f"{'cell':44} {'max/min':>8}"
-        + "".join(f" {k + ' holds':>14} {'width %':>8}" for k in kinds)
+        + "".join(f" {k + ' holds':>14} {'width %':>8}" for k in KINDS)
     )
     for row in rows:
         print(
             f"{row['cell']:44} {row['spread']:8.3f}"
             + "".join(
                 f" {_holds(row[k], row['truth']):>14} {_width(row[k], row['truth']):>8}"
-                for k in kinds
+                for k in KINDS
             )
         )
+
+
+def print_summary(rows: list[dict]) -> None:
+    """The median and largest spread, and per CI how often it holds the truth."""
     print(
         f"\n{len(rows)} cells; median between-process spread "
         f"{np.median([r['spread'] for r in rows]):.3f}×, max {max(r['spread'] for r in rows):.3f}×"
     )
-    for kind in kinds:
+    for kind in KINDS:
         found = [r for r in rows if r[kind] is not None]
         if found:
             held = sum(_holds(r[kind], r["truth"]) == "yes" for r in found)
@@ -130,8 +132,18 @@ def main(argv: list[str] | None = None) -> int:
                 f"{kind:8s}: holds the all-process median in {held} of {len(found)} cells "
                 f"({held / len(found):.0%}), median width {100 * width:.1f}%"
             )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "bench", metavar="BENCH_NC", help="results/aggregate/bench.nc of a run with processes > 1"
+    )
+    parser.add_argument("--processes", type=int, default=2, help="the default sweep's")
+    parser.add_argument("--default-stats", help="stats.nc of the default sweep, saved")
+
+
+def run(args: argparse.Namespace) -> int:
+    rows = cell_rows(args.bench, args.processes, args.default_stats)
+    print_rows(rows)
+    print_summary(rows)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,6 +1,6 @@
 """Where a sweep's wall time goes, from the cells it wrote and Snakemake's own log.
 
-    .venv/bin/python self_measurement/sweep_breakdown.py [WORKDIR] [--log .snakemake/log/<run>.log]
+    python -m fwbench breakdown [WORKDIR] [--log .snakemake/log/<run>.log]
         [--after .snakemake/log/<later run>.log ...]
 
 Per cell, the job's measured window (start_ns..end_ns, inside the timing lock) is split into
@@ -281,24 +281,9 @@ def log_span_s(log: Path) -> float:
     return (last - first).total_seconds()
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("workdir", nargs="?", default=".", type=Path)
-    parser.add_argument("--log", type=Path, help="Snakemake log of the run (default: newest)")
-    parser.add_argument(
-        "--after",
-        type=Path,
-        nargs="*",
-        default=[],
-        help="logs of later partial runs in the same directory (a new version's code rerunning "
-        "some jobs): their jobs' spans replace the same outputs' in the per-rule and "
-        "per-precision costs",
-    )
-    args = parser.parse_args()
-    cells = sorted((args.workdir / "results/cells").rglob("b*.nc"))
-    if not cells:
-        print(f"no cells under {args.workdir / 'results/cells'}", file=sys.stderr)
-        return 1
+def cell_totals(cells: list[Path]) -> tuple[dict, dict[str, int]]:
+    """Per framework, per process group ("process 0", "later") and over "all" cells: each
+    part's seconds summed (cell_parts), and how many cells."""
     totals: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     counts: dict[str, int] = defaultdict(int)
     for path in cells:
@@ -309,19 +294,20 @@ def main() -> int:
             for group in (*groups, "all"):
                 totals[group][name] += value
     counts["all"] = len(cells)
+    return totals, counts
+
+
+def print_cell_totals(totals: dict, counts: dict[str, int]) -> None:
     header = f"{'framework':<11}{'cells':>6}" + "".join(f"{p:>14}" for p in (*PARTS, "window_s"))
     print(header)
     for framework, parts in totals.items():
         row = "".join(f"{parts[p]:>14.1f}" for p in (*PARTS, "window_s"))
         print(f"{framework:<11}{counts[framework]:>6}{row}")
-    train = train_totals(args.workdir)
-    rounds_totals(args.workdir)
-    logs = sorted((args.workdir / ".snakemake/log").glob("*.snakemake.log"))
-    log = args.log or (logs[-1] if logs else None)
-    if log is None:
-        return 0
+
+
+def print_wall_shares(log: Path, every: dict[str, float], train: dict[str, float]) -> None:
+    """The sweep's wall time (the log's span) and what of it the cells' and runs' parts took."""
     wall = log_span_s(log)
-    every = totals["all"]
     measured = every["first_call_s"] + every["timed_s"]
     loops = measured + every["warmup_s"]
     print(f"\nsweep wall time (Snakemake log {log.name}): {wall:.0f} s = {wall / 60:.1f} min")
@@ -348,17 +334,47 @@ def main() -> int:
             f"first calls + timed iterations + training epochs: {measured + epochs:.0f} s "
             f"({(measured + epochs) / wall:.0%} of wall)"
         )
+
+
+def print_after_sum(spans: dict[str, list[tuple[float, str]]]) -> None:
+    summed = sum(seconds for jobs in spans.values() for seconds, _ in jobs)
+    print(
+        f"jobs' spans summed, the later runs' in place of the first's: {summed:.0f} s = "
+        f"{summed / 60:.1f} min (timing jobs run one at a time; the log's wall time less "
+        "Snakemake's gaps)"
+    )
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workdir", nargs="?", default=".", type=Path, metavar="WORKDIR")
+    parser.add_argument("--log", type=Path, help="Snakemake log of the run (default: newest)")
+    parser.add_argument(
+        "--after",
+        type=Path,
+        nargs="*",
+        default=[],
+        help="logs of later partial runs in the same directory (a new version's code rerunning "
+        "some jobs): their jobs' spans replace the same outputs' in the per-rule and "
+        "per-precision costs",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    cells = sorted((args.workdir / "results/cells").rglob("b*.nc"))
+    if not cells:
+        print(f"no cells under {args.workdir / 'results/cells'}", file=sys.stderr)
+        return 1
+    totals, counts = cell_totals(cells)
+    print_cell_totals(totals, counts)
+    train = train_totals(args.workdir)
+    rounds_totals(args.workdir)
+    logs = sorted((args.workdir / ".snakemake/log").glob("*.snakemake.log"))
+    log = args.log or (logs[-1] if logs else None)
+    if log is None:
+        return 0
+    print_wall_shares(log, totals["all"], train)
     spans = print_rule_spans(log, args.after)
     if args.after:
-        summed = sum(seconds for jobs in spans.values() for seconds, _ in jobs)
-        print(
-            f"jobs' spans summed, the later runs' in place of the first's: {summed:.0f} s = "
-            f"{summed / 60:.1f} min (timing jobs run one at a time; the log's wall time less "
-            "Snakemake's gaps)"
-        )
+        print_after_sum(spans)
     print_precision_costs(spans, args.workdir)
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
