@@ -34,6 +34,7 @@ atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], True)
 
 
 PER_FRAMEWORK = "per_framework"
+SMOKE_MARK, QUIET = "smoke", "quiet"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -43,6 +44,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers", f"{PER_FRAMEWORK}: each case goes to the layer of its `framework` parameter"
     )
     config.addinivalue_line("markers", "slurm: the e2e tests through a local SLURM cluster")
+    config.addinivalue_line("markers", f"{SMOKE_MARK}: reads the smoke sweep (set where it does)")
+    config.addinivalue_line(
+        "markers", f"{QUIET}: holds this machine against its quiet state: nothing may run beside it"
+    )
 
 
 def layer_of(item: pytest.Item) -> str:
@@ -60,11 +65,14 @@ def layer_of(item: pytest.Item) -> str:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test gets its layer's marker, before `-m` selects (tryfirst)."""
+    """Each test gets its layer's marker, and `smoke` where it reads the smoke sweep, before
+    `-m` selects (tryfirst)."""
     for item in items:
         layer = layer_of(item)
         if item.get_closest_marker(layer) is None:
             item.add_marker(layer)
+        if "smoke_run" in getattr(item, "fixturenames", ()):
+            item.add_marker(SMOKE_MARK)
 
 
 def frameworks_imported() -> set[str]:

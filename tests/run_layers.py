@@ -2,15 +2,16 @@
 
     python tests/run_layers.py [SELECTION ...] [--beside SELECTION ...] [-- PYTEST_ARGS ...]
 
-A SELECTION is a layer (tests/layers.py) or a marker expression over the layers and `slurm`
-("e2e and not slurm"). The SELECTIONs run one after the other; `--beside` SELECTIONs run one
-after the other in a second lane, started with the first lane's last. Without arguments: the
-whole suite as `make test` runs it (PLAN): the fast layer alone, since it holds the tests that
-calibrate the canary and the contention probe against a quiet machine; then the smoke sweep and
-what reads it, whose timing jobs take one core at a time, beside the framework layers and the
-SLURM sweeps, which assert no timing. Every selection runs even when another fails; its output
-is printed whole when it ends. The exit status is 0 only when every selection passed; the last
-lines are a table of each one's counts and wall time and one line that counts every test.
+A SELECTION is a layer (tests/layers.py) or a marker expression over the layers and the
+markers `quiet`, `smoke`, `slurm` ("e2e and not smoke"). The SELECTIONs run one after the
+other; `--beside` SELECTIONs run one after the other in a second lane, started with the first
+lane's last. Without arguments: the whole suite as `make test` runs it (PLAN): first, alone,
+the fast tests that hold the canary and the contention probe against a quiet machine
+(`quiet`); then the smoke sweep and what reads it, whose timing jobs take one core at a time,
+beside every other test (the rest of the fast layer, the framework layers, SLURM), none of
+which asserts a timing. Every selection runs even when another fails; its output is printed
+whole when it ends. The exit status is 0 only when every selection passed; the last lines are
+a table of each one's counts and wall time and one line that counts every test.
 """
 
 from __future__ import annotations
@@ -29,8 +30,11 @@ from layers import LAYERS  # noqa: E402
 
 COUNTS = ("passed", "failed", "errors", "skipped")
 # make test: (first lane, second lane); every layer once (tests/test_layers.py checks it)
-PLAN = (["fast", "e2e and not slurm"], ["torch", "jax", "tensorflow", "e2e and slurm"])
-WORDS = {*LAYERS, "slurm", "and", "or", "not", "(", ")"}
+PLAN = (
+    ["fast and quiet", "e2e and smoke"],
+    ["fast and not quiet", "torch", "jax", "tensorflow", "e2e and not smoke"],
+)
+WORDS = {*LAYERS, "quiet", "smoke", "slurm", "and", "or", "not", "(", ")"}
 PRINTING = threading.Lock()
 
 
@@ -61,7 +65,9 @@ def run_layer(layer: str, extra: list[str], directory: Path) -> tuple[int, float
     """One selection in a pytest process of its own; its output printed whole when it ends."""
     name = "-".join(layer.split())
     junit, log = directory / f"{name}.xml", directory / f"{name}.log"
-    command = [sys.executable, "-m", "pytest", "-m", layer, f"--junitxml={junit}", *extra]
+    # a temporary root of its own: pytest's clean-up of old roots never meets another lane's
+    own = [f"--junitxml={junit}", f"--basetemp={directory / name}-tmp"]
+    command = [sys.executable, "-m", "pytest", "-m", layer, *own, *extra]
     start = time.monotonic()
     with log.open("w") as output:
         code = subprocess.run(command, stdout=output, stderr=subprocess.STDOUT).returncode

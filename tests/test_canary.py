@@ -181,6 +181,7 @@ def _run(request, path):
     return read_cell(path)
 
 
+@pytest.mark.quiet
 def test_a_cell_carries_its_canary_its_reading_and_its_cost(fake, tmp_path):
     request, _ = fake
     ds = _run(request, tmp_path / "cell.nc")
@@ -206,6 +207,7 @@ def test_a_cell_without_a_baseline_says_why(fake, tmp_path):
     assert np.isnan(ds["speed_factor"]).all()
 
 
+@pytest.mark.quiet
 def test_a_hog_on_the_cells_core_is_caught_and_a_quiet_cell_is_not(fake, tmp_path):
     request, core = fake
     quiet = _run(request, tmp_path / "quiet.nc")

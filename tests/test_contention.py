@@ -53,11 +53,13 @@ def core() -> int:
     return min(os.sched_getaffinity(0))
 
 
+@pytest.mark.quiet
 def test_a_cell_alone_on_its_core_is_not_contended(core):
     reading = _measure(core)
     assert not reading["contended"], reading
 
 
+@pytest.mark.quiet
 def test_a_cell_sharing_its_core_with_a_cpu_hog_is_contended(core):
     hog = subprocess.Popen([sys.executable, "-c", HOG.format(core=core)])
     try:

@@ -101,9 +101,10 @@ def selects(selection: str, markers: set[str]) -> bool:
     return eval(" ".join(words), {}, {name: name in markers for name in names})  # noqa: S307
 
 
-@pytest.mark.parametrize(
-    "markers", [{layer} for layer in LAYERS] + [{"e2e", "slurm"}], ids=lambda m: "+".join(sorted(m))
-)
+KINDS = [{layer} for layer in LAYERS] + [{"fast", "quiet"}, {"e2e", "smoke"}, {"e2e", "slurm"}]
+
+
+@pytest.mark.parametrize("markers", KINDS, ids=lambda markers: "+".join(sorted(markers)))
 def test_make_tests_plan_runs_every_layer_exactly_once(markers):
     first, beside = run_layers.PLAN
     assert sum(selects(selection, markers) for selection in [*first, *beside]) == 1
