@@ -46,6 +46,11 @@ FRAMEWORK_MODULES = {
 }
 
 
+# What pytest asks of every module-level object while it collects (pytest 9.2); a LazyModule
+# answers these without importing (tests/test_layers.py checks the list against pytest).
+COLLECTION_PROBES = frozenset({"_mock_name", "__wrapped__", "__bases__", "__test__"})
+
+
 class LazyModule(ModuleType):
     """A module imported at its first attribute read: a framework's test module names it at
     module level without importing it while pytest collects (no layer pays another's import).
@@ -56,7 +61,7 @@ class LazyModule(ModuleType):
         self._attribute = attribute
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_"):  # pytest's collection probes (__test__, _pytestfixture...)
+        if name in COLLECTION_PROBES:
             raise AttributeError(name)
         module = importlib.import_module(self.__name__)
         return getattr(getattr(module, self._attribute) if self._attribute else module, name)

@@ -26,6 +26,7 @@ import yaml
 
 from layers import FRAMEWORK_IMPORTS, FRAMEWORK_LAYERS, LAYERS
 
+pytest_plugins = ["pytester"]  # tests/test_layers.py runs pytest on small test files
 REPO = Path(__file__).resolve().parents[1]
 
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]

@@ -6,12 +6,13 @@ A SELECTION is a layer (tests/layers.py) or a marker expression over the layers 
 markers `quiet`, `smoke`, `slurm` ("e2e and not smoke"). The SELECTIONs run one after the
 other; `--beside` SELECTIONs run one after the other in a second lane, started with the first
 lane's last. Without arguments: the whole suite as `make test` runs it (PLAN): first, alone,
-the fast tests that hold the canary and the contention probe against a quiet machine
-(`quiet`); then the smoke sweep and what reads it, whose timing jobs take one core at a time,
-beside every other test (the rest of the fast layer, the framework layers, SLURM), none of
-which asserts a timing. Every selection runs even when another fails; its output is printed
-whole when it ends. The exit status is 0 only when every selection passed; the last lines are
-a table of each one's counts and wall time and one line that counts every test.
+the tests that hold a timing against a quiet machine (`quiet`: the canary, the contention
+probe, the attribution's shares); then the smoke sweep and what reads it, whose timing jobs
+take one core at a time, beside every other test (the rest of the fast layer, the framework
+layers, SLURM), none of which asserts a timing. Every selection runs even when another
+fails; its output is printed whole when it ends. The exit status is 0 only when every
+selection passed; the last lines are a table of each one's counts and wall time and one line
+that counts every test.
 """
 
 from __future__ import annotations
@@ -26,13 +27,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from layers import LAYERS  # noqa: E402
+from layers import FRAMEWORK_LAYERS, LAYERS  # noqa: E402
 
 COUNTS = ("passed", "failed", "errors", "skipped")
 # make test: (first lane, second lane); every layer once (tests/test_layers.py checks it)
 PLAN = (
-    ["fast and quiet", "e2e and smoke"],
-    ["fast and not quiet", "torch", "jax", "tensorflow", "e2e and not smoke"],
+    ["quiet", "e2e and smoke and not quiet"],
+    [f"{layer} and not quiet" for layer in ("fast", *FRAMEWORK_LAYERS)]
+    + ["e2e and not smoke and not quiet"],
 )
 WORDS = {*LAYERS, "quiet", "smoke", "slurm", "and", "or", "not", "(", ")"}
 PRINTING = threading.Lock()

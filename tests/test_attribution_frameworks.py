@@ -79,6 +79,7 @@ def _measured(framework: str) -> dict[tuple[str, str], dict]:
 # kernel share here (its aten ops' self time beyond the floor add's: a 16x16 addmm's library
 # call does more than a 1-element add) measured 20-26% over 5 runs, jax's and TensorFlow's
 # about 1-2%; dispatch is at least twice the kernels in all three.
+@pytest.mark.quiet  # shares of a profiled run's time: nothing may run beside it
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_dispatch_dominates_a_deep_narrow_model(framework):
     rows = _measured(framework)
@@ -92,6 +93,7 @@ def test_dispatch_dominates_a_deep_narrow_model(framework):
     assert compiled["attr_dispatches"] < eager["attr_dispatches"], compiled  # one launch
 
 
+@pytest.mark.quiet  # shares of a profiled run's time: nothing may run beside it
 @pytest.mark.parametrize("framework", ["torch", "jax", "tensorflow"])
 def test_kernels_dominate_a_large_gemm_eager_and_compiled(framework):
     rows = _measured(framework)

@@ -16,6 +16,9 @@ from fwbench.plan import paths
 
 from plans import plan_of
 
+# jax.export writes and runs the artifacts these tests export (the cheapest export to make)
+pytestmark = pytest.mark.jax
+
 CONFIG = {
     "frameworks": ["jax"],
     "modes": {"jax": ["eager", "export"]},
@@ -118,6 +121,7 @@ def test_the_checks_run_the_artifact_and_say_why_a_failed_one_fails(
     assert "E: cannot convert" in rows[0]["error"]
 
 
+@pytest.mark.fast  # the plan alone
 def test_the_plan_exports_each_architecture_once_for_every_batch():
     plan = plan_of(CONFIG)
     # one artifact per precision (bfloat16 at the table batch, by default)
@@ -134,6 +138,7 @@ def test_the_plan_exports_each_architecture_once_for_every_batch():
         assert plan.artifact_input(cell | {"mode": "eager"}) == []
 
 
+@pytest.mark.fast  # the plan alone
 def test_an_export_request_for_a_mode_that_exports_nothing_names_it():
     with pytest.raises(ValueError, match=r"jax/eager is not a configured export mode"):
         plan_of(CONFIG).export_request(EXPORT | {"arch": "mlp", "mode": "eager"})

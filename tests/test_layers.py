@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import run_layers
+from adapter_cases import COLLECTION_PROBES
 from conftest import IMPORT_PROBE, layer_of
 from layers import LAYERS
 
@@ -101,7 +102,8 @@ def selects(selection: str, markers: set[str]) -> bool:
     return eval(" ".join(words), {}, {name: name in markers for name in names})  # noqa: S307
 
 
-KINDS = [{layer} for layer in LAYERS] + [{"fast", "quiet"}, {"e2e", "smoke"}, {"e2e", "slurm"}]
+KINDS = [{layer} for layer in LAYERS] + [{layer, "quiet"} for layer in LAYERS]
+KINDS += [{"e2e", "smoke"}, {"e2e", "slurm"}]
 
 
 @pytest.mark.parametrize("markers", KINDS, ids=lambda markers: "+".join(sorted(markers)))
@@ -113,3 +115,33 @@ def test_make_tests_plan_runs_every_layer_exactly_once(markers):
 def test_a_selection_naming_no_layer_is_refused(capsys):
     assert run_layers.main(["e2e and not slow"]) == 2
     assert "slow" in capsys.readouterr().err
+
+
+def test_collecting_a_module_that_names_a_lazy_framework_asks_only_the_known_probes(
+    pytester, monkeypatch
+):
+    """pytest asks module-level objects a few attributes while it collects; a LazyModule must
+    answer those without importing, and only those (torch._dynamo must import). Fails when a
+    pytest version asks another: add it to adapter_cases.COLLECTION_PROBES."""
+    paths = [str(Path(__file__).parent), *filter(None, [os.environ.get("PYTHONPATH")])]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(paths))
+    asked = pytester.path / "asked.txt"
+    pytester.makepyfile(
+        test_spy=f"""
+        from adapter_cases import LazyModule
+
+        class Spy(LazyModule):
+            def __getattr__(self, name):
+                with open({str(asked)!r}, "a") as file:
+                    file.write(name + "\\n")
+                raise AttributeError(name)
+
+        torch = Spy("torch")
+
+        def test_nothing():
+            pass
+        """
+    )
+    assert pytester.runpytest_subprocess("--collect-only", "-p", "no:cacheprovider").ret == 0
+    names = set(asked.read_text().split())
+    assert names and names <= COLLECTION_PROBES, names - COLLECTION_PROBES
