@@ -69,6 +69,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Each test gets its layer's marker, and `smoke` where it reads the smoke sweep, before
     `-m` selects (tryfirst)."""
     for item in items:
+        marked = {marker.name for marker in item.iter_markers() if marker.name in LAYERS}
+        if len(marked) > 1:
+            raise pytest.UsageError(f"{item.nodeid} carries the layers {sorted(marked)}: one")
         layer = layer_of(item)
         if item.get_closest_marker(layer) is None:
             item.add_marker(layer)
@@ -96,13 +99,30 @@ def pytest_collectreport(report: pytest.CollectReport) -> None:
             _IMPORTED_BY_MODULE[report.nodeid] = new
 
 
+class _NoFrameworkHere:
+    """A meta path finder that refuses every framework's import: installed in a session that
+    runs fast-layer tests alone, so that each fast test that would import one fails, not only
+    the first (a module imported once is not looked for again)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name in FRAMEWORK_IMPORTS:
+            raise ImportError(
+                f"{name}: a fast-layer test imported {FRAMEWORK_IMPORTS[name]}; mark it with "
+                "that layer (tests/conftest.py)"
+            )
+        return None
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Collecting imports no framework, so that no layer pays for another's imports."""
+    """Collecting imports no framework, so that no layer pays for another's imports; in a
+    session of fast-layer tests alone, no framework can be imported at all."""
     if _IMPORTED_BY_MODULE:
         raise pytest.UsageError(
             "importing these test modules imported a framework (import it inside the test): "
             + ", ".join(f"{module}: {sorted(new)}" for module, new in _IMPORTED_BY_MODULE.items())
         )
+    if session.items and all(layer_of(item) == "fast" for item in session.items):
+        sys.meta_path.insert(0, _NoFrameworkHere())
 
 
 IMPORT_PROBE = Path(__file__).parent / "import_probe"  # its sitecustomize notes imports

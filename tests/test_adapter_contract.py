@@ -9,6 +9,7 @@ installed skips its cases.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 import re
@@ -47,6 +48,7 @@ from adapter_cases import (
     small_run,
     small_runner,
 )
+from conftest import layer_of
 
 pytestmark = pytest.mark.per_framework
 
@@ -81,12 +83,18 @@ EXTRA_MODULES = {"torch": {"compile_info.py", "quantize.py", "cache_seed.py"}}
 INTERFACES = {"infer": InferenceAdapter, "train": TrainingAdapter, "hardware": HardwareProbe}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def torch_on_one_thread() -> None:
-    """Run torch on one thread, as a one-thread benchmark job does. (TF accepts its thread
-    settings only before its first op, so its set_threads is checked in a fresh process.)"""
-    if importlib.util.find_spec("torch"):
-        adapter("torch").set_threads(1)
+@functools.cache
+def _torch_on_one_thread() -> None:
+    adapter("torch").set_threads(1)
+
+
+@pytest.fixture(autouse=True)
+def torch_on_one_thread(request) -> None:
+    """Run torch on one thread, as a one-thread benchmark job does, in torch's layer (a test of
+    another layer imports no torch). (TF accepts its thread settings only before its first op,
+    so its set_threads is checked in a fresh process.)"""
+    if layer_of(request.node) == "torch" and importlib.util.find_spec("torch"):
+        _torch_on_one_thread()
 
 
 def _parameters(function: Any) -> list[str]:

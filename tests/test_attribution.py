@@ -63,6 +63,7 @@ def _tensorflow_xspace(text: str) -> bytes:
     return text_format.Parse(text, xplane_pb2.XSpace()).SerializeToString()
 
 
+@pytest.mark.tensorflow
 def test_the_tensorflow_reader_gives_each_event_its_name_start_and_duration(tensorflow_profiling):
     text = _xspace_text({"python": [("op", 2_000, 5_500), ("op", 9_000, 1_000)]})
     (plane,) = tensorflow_profiling.xspace_planes(_tensorflow_xspace(text))
@@ -73,6 +74,7 @@ def test_the_tensorflow_reader_gives_each_event_its_name_start_and_duration(tens
     assert (unnamed.name, unnamed.start_ns) == ("<metadata 99>", 1000.0)
 
 
+@pytest.mark.tensorflow
 def test_the_tensorflow_reader_reads_a_negative_line_start(tensorflow_profiling):
     text = _xspace_text({"t": [("k", 2_500, 1000)], "u": [("k", 0, 0)]}, line_start_ns=-5)
     (plane,) = tensorflow_profiling.xspace_planes(_tensorflow_xspace(text))
@@ -94,6 +96,7 @@ def test_a_profile_is_the_one_xplane_file_a_profiler_wrote_under_its_directory(t
         xplane_file(tmp_path)
 
 
+@pytest.mark.tensorflow
 def test_the_tensorflow_reader_reads_the_profile_under_a_directory(tensorflow_profiling, tmp_path):
     run = tmp_path / "plugins" / "profile" / "run"
     run.mkdir(parents=True)

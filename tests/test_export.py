@@ -16,8 +16,8 @@ from fwbench.plan import paths
 
 from plans import plan_of
 
-# jax.export writes and runs the artifacts these tests export (the cheapest export to make)
-pytestmark = pytest.mark.jax
+# jax.export writes and runs the artifacts the tests below export (the cheapest export to make):
+# they are jax's layer; the plan's tests are fast.
 
 CONFIG = {
     "frameworks": ["jax"],
@@ -61,6 +61,7 @@ def _cell(tmp_path: Path, manifest: Path, batch: int):
     return read_cell(output)
 
 
+@pytest.mark.jax
 def test_an_export_writes_its_artifact_beside_a_manifest_of_its_costs(tmp_path, no_pinning):
     manifest, document = _export(tmp_path)
     artifact = Path(artifact_of(manifest))
@@ -71,6 +72,7 @@ def test_an_export_writes_its_artifact_beside_a_manifest_of_its_costs(tmp_path, 
     assert not list(manifest.parent.glob("*.tmp"))  # moved into place whole
 
 
+@pytest.mark.jax
 def test_the_cells_of_every_batch_run_the_one_artifact(tmp_path, no_pinning):
     manifest, _ = _export(tmp_path)
     for batch in (1, 3):
@@ -80,6 +82,7 @@ def test_the_cells_of_every_batch_run_the_one_artifact(tmp_path, no_pinning):
         assert "jax.export" in ds.attrs["compile_how"] and float(ds["compiled"]) == 1.0
 
 
+@pytest.mark.jax
 def test_a_failed_export_is_a_manifest_and_its_cells_fail_with_its_reason(
     tmp_path, no_pinning, monkeypatch
 ):
@@ -99,6 +102,7 @@ def test_a_failed_export_is_a_manifest_and_its_cells_fail_with_its_reason(
     assert "NotImplementedError: no lowering for this op (test)" in ds.attrs["error_message"]
 
 
+@pytest.mark.jax
 def test_the_checks_run_the_artifact_and_say_why_a_failed_one_fails(
     tmp_path, no_pinning, monkeypatch
 ):
@@ -121,7 +125,6 @@ def test_the_checks_run_the_artifact_and_say_why_a_failed_one_fails(
     assert "E: cannot convert" in rows[0]["error"]
 
 
-@pytest.mark.fast  # the plan alone
 def test_the_plan_exports_each_architecture_once_for_every_batch():
     plan = plan_of(CONFIG)
     # one artifact per precision (bfloat16 at the table batch, by default)
@@ -138,7 +141,6 @@ def test_the_plan_exports_each_architecture_once_for_every_batch():
         assert plan.artifact_input(cell | {"mode": "eager"}) == []
 
 
-@pytest.mark.fast  # the plan alone
 def test_an_export_request_for_a_mode_that_exports_nothing_names_it():
     with pytest.raises(ValueError, match=r"jax/eager is not a configured export mode"):
         plan_of(CONFIG).export_request(EXPORT | {"arch": "mlp", "mode": "eager"})

@@ -199,6 +199,7 @@ def test_a_runner_refuses_a_precision_its_mode_does_not_run_before_building_anyt
         adapter(framework).build(spec, None, "eager", "cpu", precision="float16")
 
 
+@pytest.mark.tensorflow
 def test_litert_refuses_bfloat16_before_it_looks_for_an_artifact():
     pytest.importorskip("ai_edge_litert")
     spec = build_spec("mlp", SMALL_DIMS["mlp"])
@@ -207,6 +208,7 @@ def test_litert_refuses_bfloat16_before_it_looks_for_an_artifact():
         mode_adapter("tensorflow", "litert").build(spec, None, "litert", "cpu", precision=BFLOAT16)
 
 
+@pytest.mark.tensorflow
 def test_an_export_refuses_a_precision_its_mode_does_not_run_and_writes_nothing(tmp_path):
     pytest.importorskip("tensorflow")
     spec = build_spec("mlp", SMALL_DIMS["mlp"])
@@ -243,6 +245,7 @@ def test_a_bf16_run_computes_the_reference_loosely_in_bf16_and_returns_float32(
     assert not np.array_equal(result.output, small_run(framework, arch, mode).output)
 
 
+@pytest.mark.jax
 def test_a_jax_export_in_bf16_takes_a_bf16_argument():
     result = bf16_run("jax", "export", "mlp")
     from jax import export as jax_export
@@ -271,6 +274,7 @@ def _onnxrt_refusal(framework: str, arch: str, directory: Path) -> tuple[str, Ba
     return artifact, error.value
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize(
     ("arch", "message"),
     [
@@ -288,6 +292,7 @@ def test_torch_exports_bf16_onnx_that_onnx_runtimes_cpu_provider_refuses_in_its_
     assert message in str(error), error
 
 
+@pytest.mark.tensorflow
 def test_tf2onnx_writes_a_bf16_input_as_float16_which_onnx_runtime_refuses_in_its_own_words(
     tmp_path,
 ):
@@ -311,6 +316,7 @@ def _identity_model(path: Path, width: int, element: int) -> str:
     return str(path)
 
 
+@pytest.mark.torch
 def test_an_onnx_runtime_runner_feeds_and_reads_bf16_and_its_profile_runs_the_same_call(
     tmp_path,
 ):
@@ -365,6 +371,7 @@ def test_a_bf16_cell_says_what_its_work_computed_in_and_flags_an_upcast(framewor
         assert found.share >= 0.9, found.note()
 
 
+@pytest.mark.torch
 def test_a_large_bf16_gemm_is_found_in_bf16_and_the_same_gemm_forced_to_float32_is_flagged():
     torch = pytest.importorskip("torch")
     from fwbench.frameworks.torch.profiling import kernel_precision

@@ -126,6 +126,7 @@ def test_a_torchao_upgrade_changes_torchs_int8_static_requests_alone():
         assert old != new
 
 
+@pytest.mark.torch
 def test_a_runtime_modes_cells_load_the_runtime_not_the_framework():
     pytest.importorskip("onnxruntime")
     adapter = frameworks.load_inference("torch", "onnxrt")

@@ -105,6 +105,7 @@ def _state_error(got: dict, want: dict, before: dict) -> tuple[float, str]:
     return worst, worst_name
 
 
+@pytest.mark.torch
 def test_float64_reference_trainer_matches_the_numpy_forward(case):
     spec, weights, batches, reference = case
     logits, stats = reference_forward(spec, weights, batches[0][0], training=True)
@@ -113,6 +114,7 @@ def test_float64_reference_trainer_matches_the_numpy_forward(case):
         np.testing.assert_allclose(reference[0]["state"][name], expected, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.torch
 def test_the_batches_keep_clear_of_relu_and_max_pool_kinks(case):
     spec, weights, batches, reference = case
     margins: list[float] = []

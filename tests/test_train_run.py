@@ -28,6 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 SCRIPT = REPO / "workflow" / "scripts" / "train.py"
 
 
+@pytest.mark.torch
 def test_a_train_run_writes_every_variable_with_units_and_provenance(tmp_path):
     settings = tiny_settings()
     result = training.run(
@@ -124,6 +125,7 @@ def test_a_missing_imagefolder_is_a_failed_run_naming_the_path(tmp_path):
     assert str(missing) in ds.attrs["error_message"]
 
 
+@pytest.mark.torch
 def test_a_run_trains_on_an_imagefolder_tree(tmp_path):
     from PIL import Image
 

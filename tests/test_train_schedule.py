@@ -43,6 +43,7 @@ OPTIMIZER = SGDConfig(0.9, 1e-4, StepSchedule.from_fractions(0.4, [0.25, 0.5, 0.
 STEPS_PER_EPOCH = 2
 
 
+@pytest.mark.per_framework
 @pytest.mark.parametrize(
     ("framework", "mode"), [("torch", "eager"), ("jax", "jit"), ("tensorflow", "function")]
 )
@@ -70,6 +71,7 @@ def test_each_framework_uses_the_schedules_rate_in_every_epoch(framework, mode):
     assert expected == pytest.approx([0.4, 0.2, 0.05, 0.05])
 
 
+@pytest.mark.jax
 def test_the_optax_schedule_switches_at_the_first_step_of_a_milestone_epoch():
     module = load("jax", "train")
     trainer = module.build(

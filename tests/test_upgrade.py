@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import pandas as pd
-import pytest
 import yaml
 
 from fwbench.io.comparisons_file import VERDICTS
@@ -18,7 +17,7 @@ from fwbench.provenance import installed_versions
 from conftest import FAILING_CELL, SMOKE, smoke_configs, snakemake
 from plans import plan_of
 
-pytestmark = pytest.mark.e2e
+# the tests that rerun a copy of the smoke sweep are e2e (conftest: they read `smoke_run`)
 NEW_VERSION = "99.0"
 
 
@@ -138,7 +137,6 @@ def test_changing_repeats_reruns_every_cell_and_nothing_upstream(smoke_copy):
     assert "hardware" not in plan and "checks" not in plan and "train" not in plan
 
 
-@pytest.mark.fast
 def test_installed_versions_sees_the_fake_upgrade(tmp_path, monkeypatch):
     fake_upgrade(tmp_path, "torch", NEW_VERSION)
     monkeypatch.syspath_prepend(str(tmp_path))
