@@ -31,7 +31,8 @@ PROFILE = REPO / "profiles/slurm"
 TEST_PROFILE = REPO / "tests/slurm/profile"
 SWEEP = REPO / "tests/slurm/sweep.yaml"
 PROFILES = ("--profile", str(PROFILE), "--profile", str(TEST_PROFILE))
-RUN_TIMEOUT_S = 600
+# make test runs it beside the smoke sweep's lane (tests/run_layers.py): room for that
+RUN_TIMEOUT_S = 1200
 CPU_PARTITION, GPU_PARTITION = "cpu", "gpu"
 # Two systems, one per partition. The node has no real GPU, so the second system measures on
 # the CPU while its jobs ask SLURM for one fake GPU: what is proven is the request and the
@@ -206,39 +207,16 @@ def cluster(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def local_run_started(tmp_path_factory) -> tuple[Path, subprocess.Popen]:
-    """The same sweep run locally, started before the SLURM run and beside it: the cluster's
-    jobs spend most of their span waiting on SLURM, so the local run costs the suite little."""
-    workdir = tmp_path_factory.mktemp("local-run")
-    command = [*SNAKEMAKE, "--snakefile", str(REPO / "Snakefile"), "--directory", str(workdir)]
-    process = subprocess.Popen(
-        [*command, "--cores", "2", *sweep_args(workdir)],
-        cwd=workdir,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    yield workdir, process
-    if process.poll() is None:
-        process.kill()
-        process.wait()
-
-
-@pytest.fixture(scope="module")
-def slurm_run(cluster, local_run_started, tmp_path_factory) -> Run:
+def slurm_run(cluster, tmp_path_factory) -> Run:
     workdir = tmp_path_factory.mktemp("slurm-run")
     return run_with_slurm(sweep_args(workdir), workdir, cluster, REPO / "Snakefile")
 
 
 @pytest.fixture(scope="module")
-def local_run(local_run_started) -> Path:
-    workdir, process = local_run_started
-    try:
-        output, _ = process.communicate(timeout=RUN_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        pytest.fail(f"the local run did not finish in {RUN_TIMEOUT_S} s")
-    assert process.returncode == 0, output[-4000:]
+def local_run(tmp_path_factory) -> Path:
+    workdir = tmp_path_factory.mktemp("local-run")
+    result = snakemake("--cores", "2", *sweep_args(workdir), cwd=workdir, timeout=RUN_TIMEOUT_S)
+    assert result.returncode == 0, result.stderr[-4000:]
     return workdir
 
 
