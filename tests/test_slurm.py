@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,8 +196,10 @@ CLUSTER_RULES = (*TIMING_RULES, "checks")
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    state = tmp_path_factory.mktemp("slurm-state")
+def cluster():
+    # not under pytest's basetemp: slurmstepd's socket paths must stay short (cluster.py's
+    # check_socket_room); make test's per-layer basetemp made them too long once
+    state = Path(tempfile.mkdtemp(prefix="fwbench-slurm-"))
     try:
         running = local_cluster.start(state, CPU_PARTITION, GPU_PARTITION)
     except local_cluster.NotRoot as error:
@@ -204,6 +208,7 @@ def cluster(tmp_path_factory):
         pytest.fail(f"no local SLURM cluster for the test: {error}")
     yield running
     local_cluster.stop(state)
+    shutil.rmtree(state, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")

@@ -43,6 +43,11 @@ PID_FILES = {"slurmd": "slurmd.pid", "slurmctld": "slurmctld.pid", "munged": "mu
 MIN_JOB_AGE_S = 900
 SYSTEM_CONF = Path("/etc/slurm/slurm.conf")
 NODE_CONF_LINK = Path("/run/slurm/conf")
+# slurmstepd listens on SlurmdSpoolDir/<node>_<jobid>.<stepid>, a Unix socket: the path must fit
+# sun_path (108 bytes with its NUL), or every batch job fails to launch and stays held.
+# A step id can be 4294967291 (the batch step), a job id as long.
+SOCKET_PATH_MAX = 107
+LONGEST_STEP_SOCKET = "localhost_4294967295.4294967291"
 
 
 class ClusterError(RuntimeError):
@@ -214,6 +219,7 @@ def start(state: str | Path, cpu_partition: str = "cpu", gpu_partition: str = "g
         raise NotRoot("a local SLURM cluster runs its daemons as root; this user is not root")
     ensure_packages()
     cluster = Cluster(Path(state).resolve(), cpu_partition, gpu_partition)
+    check_socket_room(cluster.state)
     for sub in ("etc", "run", "log", "spool/slurmctld", "spool/slurmd"):
         (cluster.state / sub).mkdir(parents=True, exist_ok=True)
     (cluster.state / "etc").chmod(0o700)  # munged refuses a key others can read
@@ -228,6 +234,17 @@ def start(state: str | Path, cpu_partition: str = "cpu", gpu_partition: str = "g
         stop(cluster.state)
         raise ClusterError(f"starting the local cluster failed: {error}") from None
     return cluster
+
+
+def check_socket_room(state: Path) -> None:
+    """Refuse a state directory too deep for slurmstepd's sockets (see SOCKET_PATH_MAX)."""
+    longest = state / "spool" / "slurmd" / LONGEST_STEP_SOCKET
+    if len(bytes(longest)) > SOCKET_PATH_MAX:
+        raise ClusterError(
+            f"state directory {state} is too deep: slurmstepd's socket {longest} would be "
+            f"{len(bytes(longest))} bytes, more than a Unix socket path holds "
+            f"({SOCKET_PATH_MAX}); use a shorter directory, e.g. under /tmp"
+        )
 
 
 def _cancel_jobs(state: Path) -> None:
