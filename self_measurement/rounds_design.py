@@ -13,7 +13,7 @@ R rounds (R = 10, 20, all): the median 95 % half-width of the ratio between the 
 and each rival (the done-when's figure) and how many of those are decided, i.e. what fewer sets
 or rounds would give; with 4 sets or more, two disjoint halves of the sets as two independent
 measurements: the share of all pairs whose log ratios agree within their joint uncertainty
-(|Δ| ≤ 1.96 √(se₁² + se₂²)) and the verdicts that reverse; each variant's σ̃ (the moderated
+(|Δ| ≤ 1.96 √(se₁² + se₂²)) and the verdicts that reverse; each variant's σ (its own
 spread between sets) and turn cost (the sample right after a switch over the warm one). With
 --cells (a results directory), each variant's median in the rounds over its process-0 cell's
 median at the same batch: how far the cells' own ratios, measured minutes apart, stray.
@@ -36,7 +36,7 @@ from fwbench.analysis.comparisons import Estimate, Levels, judge
 from fwbench.analysis.rounds import Block, block_of
 from fwbench.io.cell_file import read_cell_record
 from fwbench.io.comparisons_file import DECIDED, FASTER, SLOWER
-from fwbench.io.rounds_file import joined_rows
+from fwbench.io.rounds_file import joined_rows, variant_name
 
 LEVELS = Levels(confidence=0.95, min_effect_pct=5.0)
 
@@ -98,10 +98,11 @@ def halves(ds, label: str) -> None:
 
 def variants(ds, label: str, cells: str | None) -> None:
     block = block_of(ds)
-    for (fw, mode), mean in sorted(block.means.items(), key=lambda item: item[1]):
-        sigma = math.sqrt(block.variances[(fw, mode)])
-        cost = block.turn_cost[(fw, mode)] - 1
-        line = f"  {fw}/{mode}: {1e3 * math.exp(mean):.3f} ms, σ̃ {100 * sigma:.1f}%, "
+    for (fw, mode, precision), mean in sorted(block.means.items(), key=lambda item: item[1]):
+        variant = (fw, mode, precision)
+        sigma = math.sqrt(block.variances[variant])
+        cost = block.turn_cost[variant] - 1
+        line = f"  {variant_name(*variant)}: {1e3 * math.exp(mean):.3f} ms, σ {100 * sigma:.1f}%, "
         line += f"turn cost {100 * cost:+.1f}%"
         if cells:
             row = f"{ds.attrs['arch']}/b{ds.attrs['batch']}.nc"

@@ -15,12 +15,13 @@ import pytest
 
 from fwbench import frameworks
 from fwbench.frameworks import MODES
+from fwbench.io import checks_file
+from fwbench.io.checks_file import read_equivalence, write_equivalence
 from fwbench.measure import checks
 from fwbench.model import reference
 from fwbench.model.cost import cost
 from fwbench.model.specs import build_spec
 from fwbench.model.weights import make_input, make_weights
-from fwbench.present.report.context import read_checks
 
 from fake_adapter import FakeRunner as ReferenceRunner
 
@@ -80,7 +81,7 @@ def test_a_correct_adapter_passes_every_arch_and_mode(monkeypatch):
         assert row["pass"] is True, row
         assert row["error"] == ""
         assert 0 <= row["max_rel_err"] < 1e-6  # float32 rounding only
-        assert set(row) == set(checks.EQUIVALENCE_COLUMNS)
+        assert set(row) == set(checks_file.COLUMNS)
         assert row["seconds"] > 0  # what the row cost the job (fwbench breakdown's precisions)
         assert math.isnan(row["saturated"]) and math.isnan(row["saturated_of"])  # no quantization
 
@@ -211,13 +212,13 @@ def test_csv_files_have_exactly_the_documented_columns(monkeypatch, tmp_path):
     fake_adapter(
         monkeypatch, lambda spec, w, mode, device, precision="float32": FakeRunner(spec, w)
     )
-    checks.write_csv(equivalence(archs=["mlp"]), tmp_path / "eq.csv", checks.EQUIVALENCE_COLUMNS)
+    write_equivalence(equivalence(archs=["mlp"]), tmp_path / "eq.csv")
     flops = checks.flops_rows("jax", ["mlp"], TINY_DIMS, 0, 2, ["eager"])
     checks.write_csv(flops, tmp_path / "flops.csv", checks.FLOPS_COLUMNS)
 
     with open(tmp_path / "eq.csv", newline="") as handle:
         eq_rows = list(csv.DictReader(handle))
-    assert list(eq_rows[0]) == list(checks.EQUIVALENCE_COLUMNS)
+    assert list(eq_rows[0]) == [*checks_file.COLUMNS, "schema_version"]
     assert [(r["mode"], r["pass"]) for r in eq_rows] == [("eager", "True"), ("jit", "True")]
     with open(tmp_path / "flops.csv", newline="") as handle:
         [flops_row] = list(csv.DictReader(handle))
@@ -235,16 +236,21 @@ def test_write_csv_refuses_rows_with_other_columns(tmp_path):
 def test_a_failed_rows_nan_error_is_an_empty_field_and_the_report_reads_the_others_as_numbers(
     tmp_path,
 ):
-    row = dict.fromkeys(checks.EQUIVALENCE_COLUMNS, "x") | {"tolerance": 1e-4, "pass": True}
+    row = dict.fromkeys(checks_file.COLUMNS, "x") | {"bound": 1e-4, "pass": True}
     ok = row | {"max_abs_err": 1e-7, "max_rel_err": 2e-7}
     failed = row | {"max_abs_err": math.nan, "max_rel_err": math.nan, "pass": False}
-    checks.write_csv([ok, failed], tmp_path / "eq.csv", checks.EQUIVALENCE_COLUMNS)
+    write_equivalence([ok, failed], tmp_path / "eq.csv")
     assert ",nan," not in (tmp_path / "eq.csv").read_text()
-    # a file an earlier version wrote, with 'nan' for the failed row, reads the same
+    # a file an earlier version wrote (unversioned, the bound called tolerance), with 'nan'
+    # for the failed row, reads the same
     old = tmp_path / "old.csv"
-    old.write_text((tmp_path / "eq.csv").read_text().replace(",,,", ",nan,nan,"))
+    lines = (tmp_path / "eq.csv").read_text().replace(",,,", ",nan,nan,").splitlines()
+    lines[0] = lines[0].replace("bound", "tolerance")
+    old.write_text(
+        "\n".join(line.removesuffix(",schema_version").removesuffix(",2") for line in lines)
+    )
     for path in (tmp_path / "eq.csv", old):
-        errors = read_checks(path)["max_rel_err"]
+        errors = read_equivalence(path)["max_rel_err"]
         assert errors.dtype == float and errors[0] == 2e-7 and math.isnan(errors[1])
 
 
@@ -388,7 +394,7 @@ def test_the_checks_script_writes_both_csvs_and_imports_only_its_framework(tmp_p
     bf16 = eq_rows[-1]
     # a bf16 output is off by about its unit roundoff (2^-8), well inside its bound and far
     # outside float32's tolerance
-    assert 1e-4 < float(bf16["max_rel_err"]) < float(bf16["tolerance"]) < 0.5
+    assert 1e-4 < float(bf16["max_rel_err"]) < float(bf16["bound"]) < 0.5
     assert "λ·u·√R" in bf16["basis"] and eq_rows[0]["basis"] == checks.TOLERANCE_BASIS
     with open(output["flops"], newline="") as handle:
         assert list(csv.DictReader(handle))[0].keys() == set(checks.FLOPS_COLUMNS)
@@ -404,6 +410,11 @@ def test_the_merge_script_writes_one_csv_per_check(tmp_path):
     output = {check: str(tmp_path / f"{check}.csv") for check in inputs}
     params = {"systems": ["cpu_nodes", "gpu_nodes"]}
     _run_script(tmp_path, name="merge_checks.py", params=params, output=output, input=inputs)
-    for check in inputs:
-        rows = (tmp_path / f"{check}.csv").read_text().split()
-        assert rows == ["system,framework", "cpu_nodes,torch", "gpu_nodes,jax"]
+    rows = (tmp_path / "flops.csv").read_text().split()
+    assert rows == ["system,framework", "cpu_nodes,torch", "gpu_nodes,jax"]
+    merged = read_equivalence(tmp_path / "equivalence.csv")  # in this schema, every column
+    assert list(merged.columns) == ["system", *checks_file.COLUMNS]
+    assert merged[["system", "framework"]].values.tolist() == [
+        ["cpu_nodes", "torch"],
+        ["gpu_nodes", "jax"],
+    ]

@@ -11,7 +11,7 @@ import pytest
 import xarray as xr
 
 from fwbench.analysis.comparisons import Cells, Estimate, Levels, compare, judge
-from fwbench.analysis.winners import EQUIVALENT_FIRST, UNDETERMINED_FIRST, WINNER, winner_variables
+from fwbench.analysis.winners import winner_variables
 from fwbench.io.comparisons_file import (
     EQUIVALENT,
     FASTER,
@@ -22,6 +22,7 @@ from fwbench.io.comparisons_file import (
     fill_padding,
 )
 from fwbench.io.dims import CellKey
+from fwbench.io.variables import EQUIVALENT_FIRST, UNDETERMINED_FIRST, WINNER
 
 LEVELS = Levels(confidence=0.95, min_effect_pct=5.0, resamples=300)
 NORMAL_95 = 1.959964

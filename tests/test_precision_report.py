@@ -202,7 +202,7 @@ def _equivalence() -> pd.DataFrame:
             "mode": ["eager", "compiled", "onnxrt"],
             "precision": ["bfloat16"] * 3,
             "max_rel_err": [0.004, 0.3, np.nan],
-            "tolerance": [0.05, 0.05, 0.05],
+            "bound": [0.05, 0.05, 0.05],
             "pass": [True, False, False],
         }
     )
@@ -290,7 +290,7 @@ def test_a_static_quantizations_saturated_activations_show_beside_its_error():
             "mode": ["onnxrt", "onnxrt", "litert"],
             "precision": ["int8_static"] * 3,
             "max_rel_err": [0.01, 0.02, 0.03],
-            "tolerance": [0.05, 0.05, 0.05],
+            "bound": [0.05, 0.05, 0.05],
             "saturated": [0, 30, ""],  # the last from a file written before the count
             "saturated_of": [1000, 1000, ""],
             "pass": [True, True, True],

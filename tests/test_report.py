@@ -212,7 +212,7 @@ def test_the_method_says_what_ran_compiled_and_names_the_fallback(report):
 
 def test_the_checks_count_passes_and_show_failures(report):
     checks = section(report, "Cross-checks")
-    assert "1 of 2 (architecture, framework, mode) outputs are within the tolerance" in checks
+    assert "1 of 2 (architecture, framework, mode) outputs are within their error bound" in checks
     assert row(checks, "lstm", "jax", "jit", "float32")[6] == "**FAIL**"
     assert row(checks, "mlp", "torch", "eager", "4")[4:7] == ["matmul", "18,944", "18,944"]
     # a counter of every op is set against the analytic total, not the matmul part

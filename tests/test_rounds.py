@@ -19,12 +19,14 @@ from scipy import stats as scipy_stats
 from fwbench import frameworks
 from fwbench.analysis.comparisons import Cells, Levels, compare
 from fwbench.analysis.rounds import METHOD, Rounds, block_of
+from fwbench.analysis.winners import contest
 from fwbench.host.threads import core_slots
 from fwbench.io.comparisons_file import FASTER
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.rounds_file import read_rounds, rounds_by_system
+from fwbench.io.variables import V
 from fwbench.measure import turns
-from fwbench.measure.rounds import Variant, run_rounds
+from fwbench.measure.rounds import Variant, order_seed, run_rounds
 from fwbench.memory.levels import cpu_list
 from fwbench.present.tables import rounds_rule
 
@@ -224,6 +226,13 @@ def test_the_comparisons_take_the_rounds_ratio_and_rank_by_it():
     assert found.speedup == pytest.approx(2.0, rel=0.02) and found.verdict == FASTER
     assert cells.pace(key("torch", "onnxrt")) < cells.pace(key("torch", "eager"))
     assert cells.median(key("torch", "eager")) == pytest.approx(0.9e-3)  # the cells' own
+    # the winner's and the runner-up's medians come from the samples their ratio came from:
+    # a runner-up is never printed faster than the winner
+    values, _ = contest(cells, [key("torch", "eager"), key("torch", "onnxrt")], LEVELS)
+    assert values[V.winner_fastest] == "torch/onnxrt"
+    fastest, runner_up = values[V.winner_fastest_median_s], values[V.winner_runner_up_median_s]
+    assert fastest == pytest.approx(0.5e-3, rel=0.02) and runner_up == pytest.approx(1e-3, rel=0.02)
+    assert runner_up / fastest == pytest.approx(values[V.winner_runner_up_ratio])
 
 
 # --- the worker's protocol, in this process with the fake adapter --------------------------
@@ -388,27 +397,26 @@ def test_a_rounds_batch_must_be_swept():
         only_mlp.rounds_variants({"system": "local", "arch": "cnn", "batch": "32", "set": "0"})
 
 
-def test_a_rows_sets_spread_over_the_sweep_after_its_cells():
-    """The rounds' input cells run first; each row's first set right after them, its last
-    at the very end, the one between halfway through the other cells."""
+def test_every_rows_sets_run_at_moments_of_their_own_after_its_cells():
+    """The rounds' input cells run first; then the rounds' jobs set-major, the first right
+    after the inputs, the last at the very end, each of the others after its own even share
+    of the other cells: no two jobs back to back, so no two tables' sets share a moment."""
     plan = plan_of({"batch_sizes": [1, 8, 32, 128]}, base=DEFAULT)
     place = {path: len(plan.order) - p for path, p in plan.priorities.items()}  # 0 = first
     assert sorted(place.values()) == list(range(len(plan.order)))
     inputs = set(plan.rounds_inputs())
     assert {path for path in plan.order[: len(inputs)]} == inputs
-    cells = len(plan.cell_files)
-    rows = len(plan.config["architectures"])
-    for k, expected in enumerate([len(inputs), len(inputs) + rows + (cells - len(inputs)) // 2]):
-        assert sorted(place[f] for f in plan.rounds_files(set_index=k)) == list(
-            range(expected, expected + rows)
-        )
-    assert plan.order[-rows:] == plan.rounds_files(set_index=2)
+    jobs = [f for k in range(plan.rounds_sets) for f in plan.rounds_files(set_index=k)]
+    assert len(jobs) == 3 * len(plan.config["architectures"])
+    assert [place[job] for job in jobs] == sorted(place[job] for job in jobs)
+    assert place[jobs[0]] == len(inputs) and plan.order[-1] == jobs[-1]
+    others = len(plan.cell_files) - len(inputs)
+    gaps = [place[b] - place[a] - 1 for a, b in zip(jobs, jobs[1:], strict=False)]
+    assert sum(gaps) == others and max(gaps) - min(gaps) <= 1, gaps
     assert plan.ahead_of_bench > len(plan.order)
     wildcards = {"system": "local", "arch": "cnn", "batch": "32", "set": "2"}
     assert (
-        plan.rounds_priority(wildcards)
-        == plan.priorities["results/rounds/local/cnn/b32/set2.nc"]
-        == rows - 1
+        plan.rounds_priority(wildcards) == plan.priorities["results/rounds/local/cnn/b32/set2.nc"]
     )
     # the other cells keep their seeded shuffle
     rest = [path for path in plan.order if path not in inputs and "/rounds/" not in path]
@@ -435,3 +443,11 @@ def test_rounds_that_measured_a_bf16_variant_give_its_ratio_to_float32():
     log_speedup, se, _ = rounds.estimate(fp32, fp32.with_precision("bfloat16"))
     assert math.exp(log_speedup) == pytest.approx(2.0, rel=0.02) and se < 0.01
     assert "torch/eager/bfloat16" in rounds.describe()
+
+
+def test_a_sets_order_seed_is_fresh_unless_configured_and_a_bad_one_is_named():
+    assert order_seed("7") == 7
+    drawn = {order_seed("fresh") for _ in range(8)}
+    assert len(drawn) > 1 and all(0 <= seed < 2**31 for seed in drawn)
+    with pytest.raises(ValueError, match="'-3'"):
+        order_seed("-3")

@@ -17,6 +17,7 @@ import pytest
 import yaml
 
 from fwbench.io.cell_file import read_cell
+from fwbench.io.checks_file import read_equivalence
 from fwbench.provenance import installed_versions
 
 from conftest import (
@@ -226,7 +227,7 @@ def test_a_reanalysis_of_the_finished_sweep_reproduces_its_comparisons(smoke_run
 
 
 def test_equivalence_checks_pass_for_every_framework_and_mode(smoke_run):
-    table = pd.read_csv(smoke_run / "results/checks/equivalence.csv")
+    table = read_equivalence(smoke_run / "results/checks/equivalence.csv")
     config = yaml.safe_load(Path(SMOKE).read_text())
     assert set(table["framework"]) == set(config["frameworks"])
     where = list(zip(table["framework"], table["mode"], table["arch"], strict=True))

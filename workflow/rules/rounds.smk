@@ -25,6 +25,6 @@ rule rounds:
     params:
         variants=rounds_variants,
         rounds=config["rounds"]["rounds"],
-        seed=config["seed"],
+        seed=config["rounds"]["order_seed"],
     shell:
         ROUNDS_COMMAND

@@ -12,6 +12,7 @@ sm = snakemake  # noqa: F821 (injected by snakemake)
 threads.setup_threads(sm.params.system["threads"])
 
 from fwbench import frameworks  # noqa: E402 (after the thread environment)
+from fwbench.io.checks_file import write_equivalence  # noqa: E402
 from fwbench.io.joblog import job_log  # noqa: E402
 from fwbench.measure import checks  # noqa: E402
 
@@ -33,7 +34,7 @@ with job_log(sm.log[0]):
         artifacts=artifacts,
         precisions=dict(sm.params.precisions),
     )
-    checks.write_csv(equivalence, sm.output.equivalence, checks.EQUIVALENCE_COLUMNS)
+    write_equivalence(equivalence, sm.output.equivalence)
     flops = checks.flops_rows(**common)
     checks.write_csv(flops, sm.output.flops, checks.FLOPS_COLUMNS)
     for row in equivalence:

@@ -1,10 +1,11 @@
 """The `rounds` job (fwbench.measure.rounds), run by the rule's shell command.
 
-    rounds.py --variants JSON --set K --rounds R --seed N --lock PATH --log PATH OUTPUT
+    rounds.py --variants JSON --set K --rounds R --seed N|fresh --lock PATH --log PATH OUTPUT
 
 --variants is the plan's list (fwbench.plan.rounds.RoundsPlan.rounds_variants): per variant
 its cell's request, its artifact manifest and its process-0 cell file (whose `python` starts
-the variant's worker).
+the variant's worker). --seed fresh draws the set's order seed now (config rounds.order_seed);
+the rounds file records the seed either way.
 """
 
 import argparse
@@ -13,14 +14,14 @@ import os
 
 from fwbench.io.cell_file import read_cell_record
 from fwbench.io.joblog import flush_all, job_log
-from fwbench.measure.rounds import Variant, python_of, run_rounds
+from fwbench.measure.rounds import Variant, order_seed, python_of, run_rounds
 from fwbench.plan.request import CellRequest
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--variants", required=True, help="the plan's variants as JSON")
 parser.add_argument("--set", type=int, required=True, help="which set of the row's rounds")
 parser.add_argument("--rounds", type=int, required=True)
-parser.add_argument("--seed", type=int, required=True)
+parser.add_argument("--seed", type=order_seed, required=True, help='an integer or "fresh"')
 parser.add_argument("--lock", required=True, help="the host's timing lock file")
 parser.add_argument("--log", required=True, help="the job's log file")
 parser.add_argument("output", help="the rounds file to write")

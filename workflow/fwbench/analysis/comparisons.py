@@ -6,7 +6,7 @@ The estimate is the log of that ratio with a standard error and degrees of freed
 
 - variants measured together in the rounds (fwbench.analysis.rounds: the sets of interleaved
   processes as blocks, each variant with its own sensitivity γ to the machine's state): the
-  rounds' μ̂[A] − μ̂[B], se = √((σ̃²[A] + σ̃²[B] + (γA − γB)²τ²) / S), Student's t at
+  rounds' μ̂[A] − μ̂[B], se = √((σ²[A] + σ²[B] + (γA − γB)²τ²) / S), Student's t at
   Welch–Satterthwaite's dof;
 - else, where the system has a spread between processes (fwbench.analysis.process_spread: σ of
   log process medians pooled over its cells measured in several processes, or over the rounds'

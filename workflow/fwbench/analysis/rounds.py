@@ -17,18 +17,22 @@ noisy variant does not move it), and γ[v] by least squares on it (with three or
 with two, γ = 1). ε holds what differs between fresh processes of a variant (layout, allocator,
 compile) and the median's own sampling error; its variance σ²[v] is the variant's own (an eager
 mode's processes differ by several per cent where an ONNX Runtime session's agree within a few
-tenths: self_measurement/rounds_design.py), estimated from the residuals (ν = S − 2 dof;
-S − 1 with two sets) and moderated towards the table's typical one (Smyth's moderated
-variance, limma): σ̃²[v] = (ν s²[v] + d₀ s₀²) / (ν + d₀), s₀² the median of the s²[v] over the
-median of χ²(ν)/ν (so that it estimates a typical σ², not half of it), d₀ = PRIOR_DOF.
+tenths: self_measurement/rounds_design.py), estimated from its residuals alone, pooled over the
+system's tables that measured the variant (each S − 2 dof; S − 1 with two sets): a variant is
+one framework, mode and precision on one machine, its spread between fresh processes its own.
+An earlier model shrank each σ² towards the table's median one; with spreads unalike by
+variant (3% eager, 0.3% ONNX Runtime) that halved an eager variant's σ and widened a quiet
+pair's: simulated coverage 87–91% and 99% (self_measurement/rounds_coverage.py).
 
 The log speedup of B over A is μ̂[A] − μ̂[B] (each the mean over the sets): the ratio at the
 mean of the states the sweep's sets visited, an estimate of the one at the machine's mean
-state. Its error has two parts: the processes', (σ̃²[A] + σ̃²[B]) / S, and the states': the
+state. Its error has two parts: the processes', (σ²[A] + σ²[B]) / S, and the states': the
 sweep's S sets are a sample of the machine's states, whose variance τ² is pooled over every
-table of the system (each table's Σ b[s]² / (S − 1): the same machine over the same sweep), so
+table of the system (each table's Σ b[s]² / (S − 1): the same machine over the same sweep; the
+plan runs every table's sets at moments of their own, fwbench.plan.sweep.Plan.order, so the
+tables' b are independent draws and the pooled dof are earned), so
 (γ[A] − γ[B])² τ² / S, with (γ̂[A] − γ̂[B])² less its expected estimation error
-(σ̃²[A] + σ̃²[B]) / Σ b[s]² (at least 0). Two variants that respond alike to the machine (two
+(σ²[A] + σ²[B]) / Σ b[s]² (at least 0). Two variants that respond alike to the machine (two
 ONNX Runtime sessions, two XLA paths) get a narrow CI, two that respond unalike a wide one:
 the independent-residual model (γ = 1) gave every pair the sum of both variants' spreads, too
 wide for the first and too narrow for the second (both measured on three default sweeps with
@@ -44,11 +48,10 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import xarray as xr
-from scipy import stats as scipy_stats
 
 from fwbench.io.dims import STATUS_OK, CellKey
 from fwbench.io.rounds_file import AFTER_SWITCH, WARM, variant_name, variant_precisions
@@ -62,25 +65,27 @@ def _variant(key: CellKey) -> Variant:
 
 METHOD = (
     "rounds: sets of interleaved processes as blocks, each variant's sensitivity to the "
-    "machine's state, moderated variances (Student's t)"
+    "machine's state and its own variance pooled over the system's tables (Student's t)"
 )
-PRIOR_DOF = 4.0  # d₀: how many degrees of freedom the table's typical variance counts for
 
 
 @dataclass(frozen=True)
 class Block:
     """One row's table (its sets' rounds files): per complete variant its mean log median over
-    the sets, its moderated residual variance (with its dof) and its sensitivity to the
-    machine's state; the table's Σ b[s]², the number of sets; the state variance τ² pooled over
-    the system's tables (with its dof), set by Rounds."""
+    the sets, its residuals' sum of squares (residual_dof each) and its sensitivity to the
+    machine's state; the table's Σ b[s]², the number of sets. Set by pooled (Rounds): each
+    variant's variance σ² with its dof, pooled over the system's tables that measured it, and
+    the state variance τ² with its dof, pooled over the tables."""
 
     means: dict[Variant, float]  # (framework, mode, precision) -> mean over sets of x
-    variances: dict[Variant, float]  # (framework, mode, precision) -> σ̃²
-    variance_dof: float
+    residual_ss: dict[Variant, float]  # Σ_s ε̂[v, s]²
+    residual_dof: int  # S − 2 (S − 1 where γ is not fitted)
     sets: int
     turn_cost: dict[Variant, float]  # median after_switch / warm sample
     sensitivity: dict[Variant, float]  # γ̂
     state_ss: float  # Σ b[s]² of this table (0 where γ is not fitted)
+    variances: dict[Variant, float] = field(default_factory=dict)  # σ², pooled
+    variance_dofs: dict[Variant, float] = field(default_factory=dict)
     state_var: float = 0.0  # τ², pooled over the system's tables
     state_dof: float = math.inf
 
@@ -88,8 +93,8 @@ class Block:
         """The standard error of μ̂[a] − μ̂[b] and its Welch–Satterthwaite dof."""
         state, state_dof = self.state_term(a, b)
         terms = [
-            (self.variances[a] / self.sets, self.variance_dof),
-            (self.variances[b] / self.sets, self.variance_dof),
+            (self.variances[a] / self.sets, self.variance_dofs[a]),
+            (self.variances[b] / self.sets, self.variance_dofs[b]),
             (state / self.sets, state_dof),
         ]
         total = sum(v for v, _ in terms)
@@ -113,14 +118,14 @@ class Block:
 
     def state_share(self, v: Variant) -> float:
         """γ[v]², how much of the machine's state variance τ² reaches the variant's latency:
-        γ̂² less its expected estimation error σ̃²[v] / Σ b² (at least 0); for a table that
+        γ̂² less its expected estimation error σ²[v] / Σ b² (at least 0); for a table that
         fitted γ (state_ss > 0)."""
         return max(0.0, self.sensitivity[v] ** 2 - self.variances[v] / self.state_ss)
 
 
-def fit_table(x: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, float]:
-    """In the table x[v, s]: each row's moderated residual variance, the dof each carries, its
-    sensitivity γ̂ to the robust block effects b, and Σ b²."""
+def fit_table(x: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, float]:
+    """In the table x[v, s]: each row's residual sum of squares, the dof each carries, its
+    sensitivity γ̂ to the robust block effects b, and Σ b² (0 where γ is not fitted)."""
     sets = x.shape[1]
     centered = x - x.mean(axis=1, keepdims=True)
     block = np.median(centered, axis=0)
@@ -130,11 +135,7 @@ def fit_table(x: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, float]:
     sensitivity = centered @ block / state_ss if fitted else np.ones(x.shape[0])
     residual = centered - sensitivity[:, None] * block
     own_dof = sets - 2 if fitted else sets - 1
-    own = (residual**2).sum(axis=1) / own_dof
-    # the median of s² with ν dof is σ² · median(χ²_ν)/ν (0.45 σ² for ν = 1): unbias it
-    prior = float(np.median(own)) * own_dof / scipy_stats.chi2(own_dof).median()
-    variances = (own_dof * own + PRIOR_DOF * prior) / (own_dof + PRIOR_DOF)
-    return variances, own_dof + PRIOR_DOF, sensitivity, state_ss if fitted else 0.0
+    return (residual**2).sum(axis=1), own_dof, sensitivity, state_ss if fitted else 0.0
 
 
 def block_of(ds: xr.Dataset) -> Block | None:
@@ -148,31 +149,49 @@ def block_of(ds: xr.Dataset) -> Block | None:
     x = np.nanmedian(logs, axis=-1)
     if not np.isfinite(x).all():
         return None
-    variances, dof, sensitivity, state_ss = fit_table(x)
+    residual_ss, dof, sensitivity, state_ss = fit_table(x)
     frameworks, modes = samples["framework"].values.tolist(), samples["mode"].values.tolist()
     names = list(zip(frameworks, modes, variant_precisions(samples), strict=True))
     cost = (samples.sel(sample=AFTER_SWITCH) / samples.sel(sample=WARM)).median(("set", "round"))
     block = Block(
         means=dict(zip(names, x.mean(axis=1).tolist(), strict=True)),
-        variances=dict(zip(names, variances.tolist(), strict=True)),
-        variance_dof=dof,
+        residual_ss=dict(zip(names, residual_ss.tolist(), strict=True)),
+        residual_dof=dof,
         sets=x.shape[1],
         turn_cost=dict(zip(names, cost.values.tolist(), strict=True)),
         sensitivity=dict(zip(names, sensitivity.tolist(), strict=True)),
         state_ss=state_ss,
     )
-    return with_state_variance([block])[0]
+    return pooled([block])[0]
 
 
-def with_state_variance(blocks: list[Block]) -> list[Block]:
-    """The blocks with the machine's state variance τ² pooled over those that fit γ (each
-    Σ b² with S − 1 dof)."""
+def pooled(blocks: list[Block]) -> list[Block]:
+    """The blocks with each variant's σ² pooled over the blocks that measured it (Σ of its
+    residuals' squares over Σ of their dof) and the machine's state variance τ² pooled over
+    those that fit γ (each Σ b² with S − 1 dof)."""
+    ss: dict[Variant, float] = {}
+    dofs: dict[Variant, float] = {}
+    for block in blocks:
+        for v, value in block.residual_ss.items():
+            ss[v] = ss.get(v, 0.0) + value
+            dofs[v] = dofs.get(v, 0.0) + block.residual_dof
+    variances = {v: ss[v] / dofs[v] for v in ss}
     fitted = [block for block in blocks if block.state_ss > 0]
-    dof = sum(block.sets - 1 for block in fitted)
-    if not dof:
-        return blocks
-    pooled = sum(block.state_ss for block in fitted) / dof
-    return [replace(block, state_var=pooled, state_dof=dof) for block in blocks]
+    state_dof = sum(block.sets - 1 for block in fitted)
+    state = (
+        {"state_var": sum(b.state_ss for b in fitted) / state_dof, "state_dof": state_dof}
+        if state_dof
+        else {}
+    )
+    return [
+        replace(
+            block,
+            variances={v: variances[v] for v in block.means},
+            variance_dofs={v: dofs[v] for v in block.means},
+            **state,
+        )
+        for block in blocks
+    ]
 
 
 class Rounds:
@@ -193,7 +212,7 @@ class Rounds:
                 self.blocks[row] = block
             self._add_workers(row, ds)
         rows = list(self.blocks)
-        self.blocks = dict(zip(rows, with_state_variance(list(self.blocks.values())), strict=True))
+        self.blocks = dict(zip(rows, pooled(list(self.blocks.values())), strict=True))
         # per (row, variant) of the tables that fitted the state: γ² (Block.state_share)
         self.state_shares = {
             (row, v): block.state_share(v)
@@ -271,8 +290,9 @@ class Rounds:
     def describe(self) -> str:
         """JSON for stats.nc's attributes: the batches and sets of the rounds, the median turn
         cost over every variant (its median sample right after a switch over the warm one) and
-        per (arch, batch) each variant's σ̃ (log), sensitivity to the machine's state and turn
-        cost; the state's σ (log, τ) pooled over the tables and its dof; {} where none ran."""
+        per (arch, batch) each variant's σ (log, pooled over the tables), sensitivity to the
+        machine's state and turn cost; the state's σ (log, τ) pooled over the tables and its
+        dof; {} where none ran."""
         if not self.blocks:
             return "{}"
         costs = [c for block in self.blocks.values() for c in block.turn_cost.values()]

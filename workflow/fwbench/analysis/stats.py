@@ -63,7 +63,7 @@ from fwbench.analysis.summary_variables import (
     text_variables,
     tidy,
 )
-from fwbench.analysis.winners import SCOPES, winner_variables
+from fwbench.analysis.winners import winner_variables
 from fwbench.io.comparisons_file import (
     comparison_variables,
     comparisons_table,
@@ -72,7 +72,7 @@ from fwbench.io.comparisons_file import (
 from fwbench.io.dims import CELL_DIMS, STATUS_OK, CellKey, along, keys_where, nearest_batch
 from fwbench.io.per_system import one_system
 from fwbench.io.stats_file import write_stats, write_stats_table
-from fwbench.io.variables import V
+from fwbench.io.variables import SCOPE, SCOPES, V
 
 
 @dataclass(frozen=True)
@@ -294,7 +294,7 @@ def summarize(
     winners, rivalries = winner_variables(compared, ok_keys, flagged, levels)
     data_vars |= winners | comparison_variables([c.row() for c in rivalries + comparisons])
     summary = xr.Dataset(data_vars, coords={d: bench[d].values for d in CELL_DIMS})
-    summary = _with_over_cells(summary.assign_coords(scope=list(SCOPES)), ok, settings)
+    summary = _with_over_cells(summary.assign_coords({SCOPE: list(SCOPES)}), ok, settings)
     summary.attrs.update(
         _summary_attrs(bench, limits, settings, process_count, spreads is not None)
     )

@@ -11,6 +11,9 @@ fwbench.analysis.rounds; else the cell's median) is compared with each other unf
 - 'undetermined': some rival is neither (winner_contenders names the fastest and every rival
   not decided slower; the runner-up's ratio CI says what the data allow);
 - 'only': a single unflagged variant; 'none': no unflagged variant measured.
+
+The variables, their dimensions, units and meanings, the scopes and the verdicts' words are
+declared in fwbench.io.variables (WINNERS, WINNER_DIMS, SCOPES, WINNER_VERDICTS).
 """
 
 from __future__ import annotations
@@ -24,78 +27,61 @@ import numpy as np
 from fwbench.analysis.comparisons import Cells, Comparison, Levels, compare
 from fwbench.io.comparisons_file import EQUIVALENT, FASTER, ROW_DIMS, WINNER_RIVALRY
 from fwbench.io.dims import EAGER_MODE, CellKey
-
-SCOPES = ("compiled", "all")  # winners among compiled variants, and among all variants
-WINNER, EQUIVALENT_FIRST, UNDETERMINED_FIRST, ONLY, NONE = (
-    "winner",
-    "equivalent",
-    "undetermined",
-    "only",
-    "none",
+from fwbench.io.variables import (
+    EQUIVALENT_FIRST,
+    NONE,
+    ONLY,
+    SCOPE_ALL,
+    SCOPES,
+    UNDETERMINED_FIRST,
+    WINNER,
+    WINNER_DIMS,
+    WINNERS,
+    V,
+    Variable,
 )
-NUMBERS = {
-    "winner_fastest_median_s": "s",
-    "winner_runner_up_median_s": "s",
-    "winner_runner_up_ratio": "1",
-    "winner_ratio_ci_low": "1",
-    "winner_ratio_ci_high": "1",
-    "winner_p_value": "1",
-    "winner_candidates": "1",
-    "winner_decided": "1",
-}
-TEXT = {
-    "winner_verdict": "winner | equivalent | undetermined | only | none (fwbench.analysis.winners)",
-    "winner": "the declared winner ('' unless winner or only)",
-    "winner_fastest": "the fastest unflagged variant (by the rounds' median where they ran)",
-    "winner_runner_up": "the second fastest",
-    "winner_contenders": "the fastest and every rival not decided slower than it",
-    "winner_excluded": "variants left out of the contest: their cells are flagged",
-}
-MEANINGS = {
-    "winner_runner_up_ratio": "the fastest's speedup over the runner-up (the comparison's)",
-    "winner_ratio_ci_low": "lower end of that ratio's CI (at stats.confidence)",
-    "winner_ratio_ci_high": "upper end of that ratio's CI",
-    "winner_p_value": "two-sided p of the fastest against the runner-up (no difference)",
-    "winner_decided": "rivals decided (slower than the fastest, or equivalent to it)",
-}
+
+# The winner_* variables (declared in fwbench.io.variables.WINNERS), numbers and text.
+NUMBERS = tuple(v.name for v in WINNERS if not v.text)
+TEXT = tuple(v.name for v in WINNERS if v.text)
 
 
 def _label(key: CellKey) -> str:
     return f"{key.framework}/{key.mode}"
 
 
-def _contest(
+def contest(
     cells: Cells, members: list[CellKey], levels: Levels
 ) -> tuple[dict[str, Any], list[Comparison]]:
     """One contest's values (NUMBERS and TEXT but the exclusions) and its comparisons."""
     ranked = sorted(members, key=cells.pace)
     values: dict[str, Any] = {name: math.nan for name in NUMBERS} | {n: "" for n in TEXT}
-    values["winner_candidates"] = len(ranked)
+    values[V.winner_candidates] = len(ranked)
     if not ranked:
-        return values | {"winner_verdict": NONE}, []
+        return values | {V.winner_verdict: NONE}, []
     fastest = ranked[0]
-    values |= {"winner_fastest": _label(fastest), "winner_fastest_median_s": cells.median(fastest)}
+    values |= {V.winner_fastest: _label(fastest), V.winner_fastest_median_s: cells.pace(fastest)}
     if len(ranked) == 1:
         name = _label(fastest)
-        return values | {"winner_verdict": ONLY, "winner": name, "winner_contenders": name}, []
+        return values | {V.winner_verdict: ONLY, V.winner: name, V.winner_contenders: name}, []
     found = [compare(cells, WINNER_RIVALRY, rival, fastest, levels) for rival in ranked[1:]]
     verdicts = [c.verdict for c in found]
     contenders = [fastest] + [c.baseline for c in found if c.verdict != FASTER]
     runner_up = found[0]
     values |= {
-        "winner_runner_up": _label(runner_up.baseline),
-        "winner_runner_up_median_s": cells.median(runner_up.baseline),
-        "winner_runner_up_ratio": runner_up.speedup,
-        "winner_ratio_ci_low": runner_up.ci_low,
-        "winner_ratio_ci_high": runner_up.ci_high,
-        "winner_p_value": runner_up.p_difference,
-        "winner_decided": sum(v in (FASTER, EQUIVALENT) for v in verdicts),
-        "winner_contenders": ", ".join(_label(k) for k in contenders),
+        V.winner_runner_up: _label(runner_up.baseline),
+        V.winner_runner_up_median_s: cells.pace(runner_up.baseline),
+        V.winner_runner_up_ratio: runner_up.speedup,
+        V.winner_ratio_ci_low: runner_up.ci_low,
+        V.winner_ratio_ci_high: runner_up.ci_high,
+        V.winner_p_value: runner_up.p_difference,
+        V.winner_decided: sum(v in (FASTER, EQUIVALENT) for v in verdicts),
+        V.winner_contenders: ", ".join(_label(k) for k in contenders),
     }
     if all(v == FASTER for v in verdicts):
-        return values | {"winner_verdict": WINNER, "winner": _label(fastest)}, found
+        return values | {V.winner_verdict: WINNER, V.winner: _label(fastest)}, found
     first = EQUIVALENT_FIRST if all(v in (FASTER, EQUIVALENT) for v in verdicts) else None
-    return values | {"winner_verdict": first or UNDETERMINED_FIRST}, found
+    return values | {V.winner_verdict: first or UNDETERMINED_FIRST}, found
 
 
 def _rows(coords: dict[str, Any]) -> list[tuple]:
@@ -105,8 +91,9 @@ def _rows(coords: dict[str, Any]) -> list[tuple]:
 def winner_variables(
     cells: Cells, ok: Iterable[CellKey], flagged: set[CellKey], levels: Levels
 ) -> tuple[dict[str, Any], list[Comparison]]:
-    """The winner_* variables over (ROW_DIMS, scope) from the `ok` cells not `flagged`, and
-    every rivalry compared; a row's flagged variants are listed in winner_excluded."""
+    """The winner_* variables over WINNER_DIMS (ROW_DIMS, scope) from the `ok` cells not
+    `flagged`, and every rivalry compared; a row's flagged variants are listed in
+    winner_excluded."""
     coords = cells.coords
     shape = tuple(len(coords[d]) for d in ROW_DIMS) + (len(SCOPES),)
     out = {n: np.full(shape, np.nan) for n in NUMBERS} | {
@@ -119,32 +106,23 @@ def winner_variables(
     for index in _rows(coords):
         row = tuple(coords[d][i] for d, i in zip(ROW_DIMS, index, strict=True))
         for s, scope in enumerate(SCOPES):
-            members = [k for k in by_row.get(row, []) if scope == "all" or k.mode != EAGER_MODE]
-            values, compared = _contest(cells, [k for k in members if k not in flagged], levels)
-            values["winner_excluded"] = ", ".join(_label(k) for k in members if k in flagged)
+            members = [k for k in by_row.get(row, []) if scope == SCOPE_ALL or k.mode != EAGER_MODE]
+            values, compared = contest(cells, [k for k in members if k not in flagged], levels)
+            values[V.winner_excluded] = ", ".join(_label(k) for k in members if k in flagged)
             for name, value in values.items():
                 out[name][(*index, s)] = value
             found |= {(c.baseline, c.candidate): c for c in compared}  # once per pair
-    dims = (*ROW_DIMS, "scope")
-    variables = {name: (dims, values, _attrs(name, levels)) for name, values in out.items()}
+    attrs = {v.name: _attrs(v, levels) for v in WINNERS}
+    variables = {name: (WINNER_DIMS, values, attrs[name]) for name, values in out.items()}
     return variables, list(found.values())
 
 
-def _attrs(name: str, levels: Levels) -> dict[str, str]:
-    if name in NUMBERS:
-        return {"units": NUMBERS[name]} | (
-            {"description": MEANINGS[name]} if name in MEANINGS else {}
+def _attrs(variable: Variable, levels: Levels) -> dict[str, str]:
+    """A winner variable's declared unit and meaning; the verdict's with this run's levels."""
+    meaning = variable.meaning
+    if variable.name == V.winner_verdict:
+        meaning += (
+            f"; here stats.confidence {levels.confidence}, stats.min_effect_pct "
+            f"{levels.min_effect_pct}%"
         )
-    if name == "winner_verdict":
-        return {"description": _verdict_description(levels)}
-    return {"description": TEXT[name]}
-
-
-def _verdict_description(levels: Levels) -> str:
-    return (
-        f"'{WINNER}': every rival is slower than the fastest (the CI at {levels.confidence} of "
-        f"their ratio excludes 1, and the ratio is at least 1 + {levels.min_effect_pct}%); "
-        f"'{EQUIVALENT_FIRST}': every rival slower or equivalent (its ratio's CI within "
-        f"±{levels.min_effect_pct}%); '{UNDETERMINED_FIRST}': a rival is neither "
-        "(winner_contenders); 'only': one unflagged variant; 'none': no unflagged variant"
-    )
+    return ({} if variable.text else {"units": variable.unit}) | {"description": meaning}

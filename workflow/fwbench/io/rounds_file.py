@@ -18,7 +18,8 @@ first call from a warm compile cache; NaN in a file written before it was record
 the worker failed before it), `status` and
 `error_message` (variant, set: "ok", or "failed" with the worker's error), `start_utc` (set:
 when the set took the timing lock; schema 2). Attributes: system,
-arch, batch, rounds, seed, round_wall_s (the median round's wall time at the coordinator),
+arch, batch, rounds, seed (the set's order seed: drawn fresh by each job unless config
+rounds.order_seed fixes it), round_wall_s (the median round's wall time at the coordinator),
 schema_version. The cells own the absolute medians; this file owns the ratios at its batch
 (fwbench.analysis.rounds).
 """

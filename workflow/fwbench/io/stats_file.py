@@ -6,8 +6,9 @@ stats.nc: dimensions system, framework, mode, arch, batch, scope for the winners
 comparison for the compared pairs (their records: fwbench.io.comparisons_file).
 Per cell: the statistics, roofline and speedup variables (units in each `units` attribute) and
 the text variables (status, error_type, error, bound, memory_level, noise, flags, eager_ops;
-each with a `description`) of fwbench.analysis.summary_variables; per (arch, batch, scope) the
-winner_* variables (fwbench.analysis.winners); framework_version(system, framework);
+each with a `description`) of fwbench.analysis.summary_variables; per (arch, precision, batch,
+scope) the winner_* variables (declared in fwbench.io.variables.WINNERS, computed by
+fwbench.analysis.winners); framework_version(system, framework);
 system_attrs(system), JSON of each system's own attributes (fwbench.io.per_system). Attributes:
 the aggregate's provenance, stats_* (the settings), the roofline's, flags, bootstrap,
 processes, median_ci_level, slow_samples_choice, title, systems, schema_version

@@ -8,6 +8,9 @@ here, and the docs quote it. A stage that adds a variable adds one `Variable` be
 that computes it and the code that reads it name it as `V.<name>` (an undeclared name is an
 AttributeError at import, not a silent NaN).
 
+The same holds for stats.nc's variables over many cells (AGGREGATES) and the winners' (WINNERS,
+over WINNER_DIMS), which only stats.nc carries.
+
 Files: CELL (a cell's `.nc`), BENCH (results/aggregate/bench.nc), STATS (stats.nc, stats.csv).
 A variable in CELL and BENCH is the aggregate's copy of the cell's; one in BENCH and STATS is
 taken into the statistics as the aggregate pooled it (NaN where the cell did not succeed).
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from enum import Enum
 from types import SimpleNamespace
 
+from fwbench.io.comparisons_file import ROW_DIMS
 from fwbench.io.dims import VARIANT_DIMS
 
 CELL, BENCH, STATS = "cell", "bench", "stats"
@@ -681,6 +685,58 @@ AGGREGATES = {
     (): PER_SYSTEM,
 }
 
+# --- the winners: per row of cells and scope, computed by fwbench.analysis.winners -----------
+SCOPE = "scope"  # stats.nc's dimension of the contests' scopes
+SCOPE_COMPILED, SCOPE_ALL = "compiled", "all"  # among compiled variants, and among all
+SCOPES = (SCOPE_COMPILED, SCOPE_ALL)
+WINNER_DIMS = (*ROW_DIMS, SCOPE)
+# A contest's verdict (winner_verdict).
+WINNER, EQUIVALENT_FIRST, UNDETERMINED_FIRST, ONLY, NONE = (
+    "winner",
+    "equivalent",
+    "undetermined",
+    "only",
+    "none",
+)
+WINNER_VERDICTS = (WINNER, EQUIVALENT_FIRST, UNDETERMINED_FIRST, ONLY, NONE)
+WINNERS = (
+    _stat(
+        "winner_fastest_median_s",
+        "s",
+        "the fastest unflagged variant's median: the rounds' (the geometric mean of its sets'"
+        " medians) where the rounds measured the row, the same samples as the ratio; else its"
+        " cell's",
+    ),
+    _stat("winner_runner_up_median_s", "s", "the runner-up's median, from the same source"),
+    _stat(
+        "winner_runner_up_ratio", "1", "the fastest's speedup over the runner-up (the comparison's)"
+    ),
+    _stat("winner_ratio_ci_low", "1", "lower end of that ratio's CI (at stats.confidence)"),
+    _stat("winner_ratio_ci_high", "1", "upper end of that ratio's CI"),
+    _stat(
+        "winner_p_value", "1", "two-sided p of the fastest against the runner-up (no difference)"
+    ),
+    _stat("winner_candidates", "1", "the unflagged variants in the contest"),
+    _stat("winner_decided", "1", "rivals decided (slower than the fastest, or equivalent to it)"),
+    _stat(
+        "winner_verdict",
+        "",
+        f"'{WINNER}': every rival is slower than the fastest (the CI at stats.confidence of"
+        " their ratio excludes 1, and the ratio is at least 1 + stats.min_effect_pct);"
+        f" '{EQUIVALENT_FIRST}': every rival slower or equivalent (its ratio's CI within"
+        f" ±stats.min_effect_pct); '{UNDETERMINED_FIRST}': a rival is neither"
+        f" (winner_contenders); '{ONLY}': one unflagged variant; '{NONE}': no unflagged"
+        " variant (fwbench.analysis.winners)",
+    ),
+    _stat("winner", "", f"the declared winner ('' unless {WINNER} or {ONLY})"),
+    _stat(
+        "winner_fastest", "", "the fastest unflagged variant (by the rounds' median where they ran)"
+    ),
+    _stat("winner_runner_up", "", "the second fastest"),
+    _stat("winner_contenders", "", "the fastest and every rival not decided slower than it"),
+    _stat("winner_excluded", "", "variants left out of the contest: their cells are flagged"),
+)
+
 DECLARED = (
     *SAMPLES,
     *CELL_TEXT,
@@ -694,7 +750,7 @@ DECLARED = (
     *ATTRIBUTION_PASS,
     *PARTS,
 )
-_ALL = (*DECLARED, *PER_VARIANT, *PER_FRAMEWORK, *PER_ROW, *PER_SYSTEM)
+_ALL = (*DECLARED, *PER_VARIANT, *PER_FRAMEWORK, *PER_ROW, *PER_SYSTEM, *WINNERS)
 BY_NAME = {variable.name: variable for variable in _ALL}
 if len(BY_NAME) != len(_ALL):  # pragma: no cover - a declaration error
     raise ValueError("a variable is declared twice")

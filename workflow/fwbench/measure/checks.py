@@ -1,13 +1,16 @@
 """Cross-checks run once per framework, in that framework's own process.
 
 - equivalence: each (architecture, mode, precision) output against the float64 numpy reference,
-  from the same seeded weights and input: float32 within the configured tolerance, a low
-  precision within its rounding-error bound (fwbench.model.precision_bound, whose derivation
-  the row's `basis` names); a static quantization's row also counts the stored activation
-  values at a limit of their integer range (`saturated` of `saturated_of`: clipped at the
-  calibrated range, which the bound does not cover); `seconds` is what the row cost the job
-  (build, the scales' reading, the run);
+  from the same seeded weights and input, held to its error bound (the row's `bound`):
+  float32's is the configured tolerance, a low precision's its rounding-error bound
+  (fwbench.model.precision_bound, whose derivation the row's `basis` names); a static
+  quantization's row also counts the stored activation values at a limit of their integer
+  range (`saturated` of `saturated_of`: clipped at the calibrated range, which the bound does
+  not cover); `seconds` is what the row cost the job (build, the scales' reading, the run);
 - FLOPs: the framework's own counter against the analytic cost model (fwbench.model.cost).
+
+The equivalence rows have the columns of fwbench.io.checks_file, which writes, merges and
+reads their file; the FLOP rows are written and merged by write_csv and merge_csv below.
 
 A model that fails to build or run becomes a row that says so (pass False, the message in
 `error` or `note`), never a crashed job. The framework is imported through frameworks.load
@@ -28,6 +31,7 @@ import numpy as np
 from fwbench import frameworks
 from fwbench.io.artifact_file import artifact_of, read_manifest
 from fwbench.io.atomic import atomic_open
+from fwbench.io.checks_file import BOUND
 from fwbench.model import reference
 from fwbench.model.cost import cost
 from fwbench.model.precision_bound import error_bound, quantization_bound
@@ -35,22 +39,7 @@ from fwbench.model.specs import build_spec
 from fwbench.model.weights import make_input, make_weights
 from fwbench.precisions import FLOAT32, QUANTIZED
 
-EQUIVALENCE_COLUMNS = (
-    "arch",
-    "framework",
-    "mode",
-    "precision",
-    "max_abs_err",
-    "max_rel_err",
-    "tolerance",
-    "basis",
-    "saturated",
-    "saturated_of",
-    "pass",
-    "error",
-    "seconds",
-)
-TOLERANCE_BASIS = "equivalence.tolerance (config)"  # float32's tolerance
+TOLERANCE_BASIS = "equivalence.tolerance (config)"  # float32's bound: the configured tolerance
 FLOPS_COLUMNS = (
     "arch",
     "framework",
@@ -149,9 +138,9 @@ def equivalence_rows(
     An export mode runs its artifact, `artifacts[(arch, mode, precision)]` (the manifest's
     path), on the device it was exported for; a failed export is a failed row with the
     export's error. `pass` is True when the normwise relative error (reference.max_errors) is
-    at most the row's tolerance: `tolerance` in float32, the rounding-error bound of the model
+    at most the row's `bound`: `tolerance` in float32, the rounding-error bound of the model
     in a low precision (its `basis` says how it was made); a NaN/inf output or a failure to
-    build or run never passes.
+    build or run never passes. The rows' columns: fwbench.io.checks_file.COLUMNS.
     """
     _check_request(framework, modes, batch)
     if not tolerance > 0:
@@ -169,7 +158,7 @@ def equivalence_rows(
         for mode in modes:
             for precision in (FLOAT32, *(precisions or {}).get(arch, {}).get(mode, ())):
                 row = {"arch": arch, "framework": framework, "mode": mode}
-                row |= _tolerance(spec, precision, tolerance, expected.size)
+                row |= _bound(spec, precision, tolerance, expected.size)
                 start = time.perf_counter()
                 try:
                     if adapter is None:
@@ -178,8 +167,8 @@ def equivalence_rows(
                         framework, adapter, spec, weights, mode, artifacts, arch, precision
                     )
                     if precision in QUANTIZED:  # its bound comes from the artifact's scales
-                        row |= _quantized_tolerance(runner, x, expected.size)
-                    row |= _compared(_run_once(runner, x), expected, row["tolerance"])
+                        row |= _quantized_bound(runner, x, expected.size)
+                    row |= _compared(_run_once(runner, x), expected, row[BOUND])
                 except Exception as error:
                     row |= {"max_abs_err": math.nan, "max_rel_err": math.nan, "pass": False}
                     row["error"] = _error_text(error)
@@ -188,35 +177,35 @@ def equivalence_rows(
     return rows
 
 
-def _tolerance(spec: Any, precision: str, tolerance: float, outputs: int) -> dict[str, Any]:
-    """A row's precision, tolerance and its basis: the configured one in float32, the model's
-    rounding-error bound over its `outputs` values in a low precision."""
+def _bound(spec: Any, precision: str, tolerance: float, outputs: int) -> dict[str, Any]:
+    """A row's precision, error bound and its basis: the configured tolerance in float32, the
+    model's rounding-error bound over its `outputs` values in a low precision."""
     row = {"precision": precision, "saturated": math.nan, "saturated_of": math.nan}
     if precision == FLOAT32:
-        return row | {"tolerance": tolerance, "basis": TOLERANCE_BASIS}
+        return row | {BOUND: tolerance, "basis": TOLERANCE_BASIS}
     if precision in QUANTIZED:
         unread = "the quantization scales: not read (the artifact did not load)"
-        return row | {"tolerance": math.nan, "basis": unread}
+        return row | {BOUND: math.nan, "basis": unread}
     bound = error_bound(spec, precision, outputs)
-    return row | {"tolerance": bound.value, "basis": bound.basis()}
+    return row | {BOUND: bound.value, "basis": bound.basis()}
 
 
-def _quantized_tolerance(runner: Any, x: np.ndarray, outputs: int) -> dict[str, Any]:
+def _quantized_bound(runner: Any, x: np.ndarray, outputs: int) -> dict[str, Any]:
     """A quantized artifact's bound, from its own scales at the check's input, and its stored
     activations' values at a limit (none stored by a dynamic quantization: 0 of 0)."""
     found = runner.quantization_roundings(runner.prepare(x))
     bound = quantization_bound(found.steps, outputs)
     return {
-        "tolerance": bound.value,
+        BOUND: bound.value,
         "basis": bound.basis(),
         "saturated": found.saturated,
         "saturated_of": found.stored,
     }
 
 
-def _compared(output: np.ndarray, expected: np.ndarray, tolerance: float) -> dict[str, Any]:
+def _compared(output: np.ndarray, expected: np.ndarray, bound: float) -> dict[str, Any]:
     abs_err, rel_err = reference.max_errors(output, expected)
-    passed = bool(math.isfinite(rel_err) and rel_err <= tolerance)
+    passed = bool(math.isfinite(rel_err) and rel_err <= bound)
     return {"max_abs_err": abs_err, "max_rel_err": rel_err, "pass": passed, "error": ""}
 
 

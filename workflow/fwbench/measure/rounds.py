@@ -9,9 +9,10 @@ sets over the sweep (fwbench.plan.sweep.Plan.order). It starts one worker proces
 conda env under `--sdm conda`; built as a cell's later process, from the cell's warm compile
 cache), side by side on the host's core groups while nothing is timed; asks each in turn for
 its warm-up on the timed cores; then runs `rounds` rounds, each variant taking one turn per
-round in an order shuffled every round (seeded per set), the others blocked on their pipes. A
-turn is two samples back to back: `after_switch` (right after another variant: the cost of a
-turn is its ratio to the next) and `warm`, the one the ratios use. Fresh sets at different
+round in an order shuffled every round (seeded per set, by a seed drawn fresh per job unless
+config rounds.order_seed fixes one: two sweeps replay no order), the others blocked on their
+pipes. A turn is two samples back to back: `after_switch` (right after another variant: the
+cost of a turn is its ratio to the next) and `warm`, the one the ratios use. Fresh sets at different
 times of the sweep keep the variation between processes (layout, allocator, compile) and
 between the sweep's moments in the ratios' CIs (fwbench.analysis.rounds). A variant whose
 worker fails is recorded with its error; the others go on.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import select
 import subprocess
 import sys
@@ -263,6 +265,17 @@ def run_rounds(
     ds = _dataset(record, seed)
     write_rounds(ds, output)
     return ds
+
+
+def order_seed(text: str) -> int:
+    """The set's order seed: the configured integer, or for "fresh" one drawn now."""
+    if text == "fresh":
+        return secrets.randbits(31)
+    if not text.isdigit():
+        raise ValueError(
+            f'the rounds\' order seed must be "fresh" or an integer >= 0, not {text!r}'
+        )
+    return int(text)
 
 
 def python_of(cell_attrs: dict[str, Any]) -> str:

@@ -102,19 +102,22 @@ class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
         """Every timing job's output (cells, rounds sets) in the order the sweep runs them:
         the cells in one seeded shuffled order, so drift over the sweep is not confounded with
         the framework or the mode, except that the rounds' input cells come first; then the
-        first set of every rounds row, and the rounds' later sets spread evenly over the other
-        cells, the last at the end, so the spread between a row's sets samples the sweep's
-        hours, not its minutes (two sweeps' ratios differed by more than sets minutes apart:
-        docs/architecture.md)."""
+        rounds' jobs, every row's set at a moment of its own: set-major (every row's set 0,
+        then every row's set 1, ...), the first right after the input cells, the last at the
+        end, the others spread evenly over the other cells. So the spread between a row's sets
+        samples the sweep's hours, not its minutes (two sweeps' ratios differed by more than
+        sets minutes apart: docs/architecture.md), and no two tables' sets share a moment: the
+        state variance pooled over the tables has the dof it claims (fwbench.analysis.rounds;
+        when every row's set k ran back to back, every table sampled the same few moments)."""
         shuffled = seeded_shuffle(self.cell_files, self.seed, "bench order")
         inputs = set(self.rounds_inputs())
         rest = [path for path in shuffled if path not in inputs]
-        sets = [self.rounds_files(set_index=k) for k in range(self.rounds_sets)]
-        order = [path for path in shuffled if path in inputs] + sets[0]
-        gaps = len(sets) - 1  # rounds.sets is at least 2 (the schema)
-        for k, later in enumerate(sets[1:]):
-            order += rest[len(rest) * k // gaps : len(rest) * (k + 1) // gaps] + later
-        return order
+        jobs = [path for k in range(self.rounds_sets) for path in self.rounds_files(set_index=k)]
+        order = [path for path in shuffled if path in inputs] + jobs[:1]
+        gaps = max(1, len(jobs) - 1)
+        for k, job in enumerate(jobs[1:]):
+            order += rest[len(rest) * k // gaps : len(rest) * (k + 1) // gaps] + [job]
+        return order if len(jobs) > 1 else order + rest
 
     @cached_property
     def priorities(self) -> dict[str, int]:

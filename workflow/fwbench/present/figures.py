@@ -14,13 +14,13 @@ from collections.abc import Callable, Mapping
 import xarray as xr
 from matplotlib.figure import Figure
 
+from fwbench.io.checks_file import read_equivalence
 from fwbench.io.common import read_netcdf
 from fwbench.io.hardware_file import read_hardware_record
 from fwbench.io.stats_file import StatsView, read_stats
 from fwbench.present import catalog
 from fwbench.present.figure_data import FigureInputs
 from fwbench.present.plots_systems import draw_systems
-from fwbench.present.report.context import read_checks
 from fwbench.present.style import MIN_DPI, save_figure
 
 # Each figure's drawing function, by name (the list: fwbench.present.catalog.FIGURES).
@@ -59,7 +59,7 @@ def draw_requested(
             raise ValueError(f"figures {names} need the stats file (input 'stats')")
         all_stats = read_stats(stats)
     if any(name in INFERENCE_FIGURES for name in names):
-        checks = read_checks(equivalence)
+        checks = None if equivalence is None else read_equivalence(equivalence)
         inputs = FigureInputs(StatsView(all_stats, system), read_hardware_record(hardware), checks)
     train = None
     if any(name in TRAINING_FIGURES for name in names):

@@ -13,11 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from fwbench.analysis.winners import ONLY, WINNER
 from fwbench.io.atomic import write_text
 from fwbench.io.dims import EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK, CellKey, along
 from fwbench.io.stats_file import VIEW_DIMS, StatsView
-from fwbench.io.variables import V
+from fwbench.io.variables import ONLY, SCOPE, SCOPE_ALL, WINNER, V
 from fwbench.present import catalog
 from fwbench.present.figure_data import batch_note
 from fwbench.present.format import MISSING, fixed, p_value, percent, speedup_with_ci
@@ -96,16 +95,16 @@ def _latency_cells(view: StatsView, keys: list[CellKey]) -> list[str]:
 
 
 def _verdict(view: StatsView, arch: str, batch: int) -> str:
-    row = view.ds.sel(arch=arch, batch=batch, scope="all")
-    verdict, named = row["winner_verdict"].item(), _named(row)
+    row = view.ds.sel(arch=arch, batch=batch, **{SCOPE: SCOPE_ALL})
+    verdict, named = row[V.winner_verdict].item(), _named(row)
     return f"{verdict}: {named}" if named else verdict
 
 
 def _named(row) -> str:
     """The winner (winner, only), else the contenders: the fastest and every rival not
     decided slower."""
-    verdict = row["winner_verdict"].item()
-    return row["winner"].item() if verdict in (WINNER, ONLY) else row["winner_contenders"].item()
+    verdict = row[V.winner_verdict].item()
+    return row[V.winner].item() if verdict in (WINNER, ONLY) else row[V.winner_contenders].item()
 
 
 def decision_rule(attrs: Mapping) -> str:
@@ -169,18 +168,18 @@ WINNER_HEADER = [
 def winner_cells(row) -> list[str]:
     """One contest (stats.nc at an arch, batch and scope) as the cells of WINNER_HEADER."""
     return [
-        row["winner_verdict"].item(),
+        row[V.winner_verdict].item(),
         _named(row) or MISSING,
-        row["winner_fastest"].item() or MISSING,
-        fixed(row["winner_fastest_median_s"].item(), 1e6),
-        row["winner_runner_up"].item() or MISSING,
-        fixed(row["winner_runner_up_median_s"].item(), 1e6),
-        speedup_with_ci(*(row[f"winner_{n}"].item() for n in RATIO_WITH_CI)),
-        p_value(row["winner_p_value"].item()),
+        row[V.winner_fastest].item() or MISSING,
+        fixed(row[V.winner_fastest_median_s].item(), 1e6),
+        row[V.winner_runner_up].item() or MISSING,
+        fixed(row[V.winner_runner_up_median_s].item(), 1e6),
+        speedup_with_ci(*(row[n].item() for n in RATIO_WITH_CI)),
+        p_value(row[V.winner_p_value].item()),
     ]
 
 
-RATIO_WITH_CI = ("runner_up_ratio", "ratio_ci_low", "ratio_ci_high")
+RATIO_WITH_CI = (V.winner_runner_up_ratio, V.winner_ratio_ci_low, V.winner_ratio_ci_high)
 
 
 def compile_speedup_table(view: StatsView) -> str:
@@ -281,12 +280,12 @@ def winners_table(view: StatsView) -> str:
             arch,
             batch,
             scope,
-            *winner_cells(row := summary.sel(arch=arch, batch=batch, scope=scope)),
-            row["winner_excluded"].item(),
+            *winner_cells(row := summary.sel(arch=arch, batch=batch, **{SCOPE: scope})),
+            row[V.winner_excluded].item(),
         ]
         for arch in summary["arch"].values
         for batch in summary["batch"].values
-        for scope in summary["scope"].values
+        for scope in summary[SCOPE].values
     ]
     header = ["arch", "batch", "among", *WINNER_HEADER, "excluded (flagged)"]
     return (

@@ -31,15 +31,16 @@ so that a partial rerun says what the whole sweep would cost with the new code.
 from __future__ import annotations
 
 import argparse
-import csv
 import datetime as dt
 import json
+import math
 import re
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 from fwbench.io.cell_file import read_cell
+from fwbench.io.checks_file import PRECISION, SECONDS, read_equivalence
 from fwbench.io.rounds_file import joined_rows, read_rounds, variant_precisions
 from fwbench.io.train_file import evaluation_parts, read_run
 from fwbench.plan import paths
@@ -220,10 +221,10 @@ def checks_seconds(workdir: Path) -> dict[str, float]:
     seconds: dict[str, float] = defaultdict(float)
     job_files = paths.CHECKS.format(system="*", framework="*", version="*", name="equivalence")
     for path in sorted(workdir.glob(job_files)):
-        with open(path, newline="") as handle:
-            for row in csv.DictReader(handle):
-                if row.get("seconds"):
-                    seconds[row["precision"]] += float(row["seconds"])
+        rows = read_equivalence(path)
+        for precision, spent in zip(rows[PRECISION], rows[SECONDS], strict=True):
+            if math.isfinite(spent):
+                seconds[precision] += float(spent)
     return seconds
 
 

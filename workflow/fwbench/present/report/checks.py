@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from fwbench.io.checks_file import BOUND
 from fwbench.precisions import FLOAT32
 from fwbench.present.figure_data import listed
 from fwbench.present.format import MISSING, fixed, significant
@@ -19,10 +20,10 @@ from fwbench.present.tables import markdown_table
 
 SECTION = "Cross-checks"
 BOUND_NOTE = (
-    " A float32 output is held against the configured tolerance; a low-precision one against "
-    "its model's rounding-error bound λ·u·√R (R roundings on its longest path, float32 "
-    "accumulation; the derivation: `fwbench.model.precision_bound`), which the row's "
-    "`basis` in the check file spells out."
+    " Each output is held to an error bound: a float32 one to the configured tolerance "
+    "(`equivalence.tolerance`), a low-precision one to its model's rounding-error bound "
+    "λ·u·√R (R roundings on its longest path, float32 accumulation; the derivation: "
+    "`fwbench.model.precision_bound`), which the row's `basis` in the check file spells out."
 )
 
 
@@ -51,7 +52,7 @@ def _equivalence_verdict(rows: pd.DataFrame) -> str:
     rows, passed = rows[supported], passed[supported]
     text = (
         f"equivalence {int(passed.sum())} of {len(rows)} outputs match the float64 reference "
-        f"within {_tolerances(rows)}"
+        f"within {_bounds(rows)}"
     )
     failing = [_name(row) for row, ok in zip(rows.itertuples(), passed, strict=True) if not ok]
     return text + (f", failing: {listed(failing)}" if failing else "")
@@ -70,11 +71,12 @@ def _flops_verdict(rows: pd.DataFrame) -> str:
     return text + (f", {uncounted} without a count" if uncounted else "")
 
 
-def _tolerances(rows: pd.DataFrame) -> str:
-    """float32's tolerance, and each low precision's range of bounds (one per model)."""
+def _bounds(rows: pd.DataFrame) -> str:
+    """float32's bound (the configured tolerance), and each low precision's range of bounds
+    (one per model)."""
     parts = []
     for precision, group in rows.groupby(_precisions(rows), sort=False):
-        values = sorted(set(group["tolerance"].dropna()))
+        values = sorted(set(group[BOUND].dropna()))
         span = "–".join(significant(v) for v in dict.fromkeys(values[:1] + values[-1:]))
         if precision == FLOAT32:
             parts.append(span or MISSING)
@@ -124,7 +126,7 @@ def _equivalence_table(rows: pd.DataFrame) -> str:
             r.mode,
             r.precision,
             significant(r.max_rel_err),
-            significant(r.tolerance),
+            significant(r.bound),
             "pass" if p else _failure(r),
             r.error if isinstance(r.error, str) else "",
         ]
@@ -132,10 +134,10 @@ def _equivalence_table(rows: pd.DataFrame) -> str:
     ]
     return (
         f"### Equivalence with the float64 reference\n\n{int(passed.sum())} of {len(rows)} "
-        f"({_keys(rows)}) outputs are within the tolerance.{BOUND_NOTE}\n\n"
+        f"({_keys(rows)}) outputs are within their error bound.{BOUND_NOTE}\n\n"
         + markdown_table(
             [*_system_header(rows), "arch", "framework", "mode", "precision", "max rel. error"]
-            + ["tolerance", "result", "error"],
+            + ["bound", "result", "error"],
             table_rows,
         )
     )

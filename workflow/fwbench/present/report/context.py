@@ -20,6 +20,7 @@ import pandas as pd
 import xarray as xr
 
 from fwbench.io.artifact_file import read_manifest
+from fwbench.io.checks_file import read_equivalence
 from fwbench.io.common import read_netcdf
 from fwbench.io.dims import STATUS_ABSENT
 from fwbench.io.hardware_file import HardwareRecord, read_hardware_record
@@ -122,7 +123,7 @@ def load_context(inputs: ReportInputs, report_path: PathLike) -> ReportContext:
         stats=stats,
         names=names,
         parts=parts,
-        equivalence=read_checks(inputs.equivalence),
+        equivalence=None if inputs.equivalence is None else read_equivalence(inputs.equivalence),
         flops=read_checks(inputs.flops),
         training=tuple(read_training(path) for path in _listed(inputs.train_stats)),
         compare=tuple(read_compare(path, names) for path in _listed(inputs.compare)),
@@ -173,8 +174,9 @@ def owner(path: Path, names: Sequence[str]) -> str | None:
 
 
 def read_checks(path: PathLike | None) -> pd.DataFrame | None:
-    """A merged check CSV (equivalence or FLOPs); empty cells (and 'nan', which earlier versions
-    wrote for a failed row's error) are NaN, other text stays text."""
+    """The merged FLOP checks (the equivalence checks: fwbench.io.checks_file); empty cells
+    (and 'nan', which earlier versions wrote for a failed row's error) are NaN, other text
+    stays text."""
     missing = ["", "nan"]
     return None if path is None else pd.read_csv(path, keep_default_na=False, na_values=missing)
 

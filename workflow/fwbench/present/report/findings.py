@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import math
 
-from fwbench.analysis.winners import EQUIVALENT_FIRST, NONE, ONLY, WINNER
 from fwbench.io.stats_file import StatsView
-from fwbench.io.variables import V
+from fwbench.io.variables import EQUIVALENT_FIRST, NONE, ONLY, SCOPE, SCOPE_ALL, WINNER, V
 from fwbench.present.format import fixed, latency_us, speedup_with_ci
 from fwbench.present.report.context import ReportContext, SystemPart
 from fwbench.present.report.markdown import named
@@ -25,20 +24,20 @@ from fwbench.present.tables import RATIO_WITH_CI
 def _winner(view: StatsView, arch: str, batch: int) -> str:
     """The architecture's winner at `batch`, first: who wins and by how much, or the
     contenders (counted where there are more than a finding names)."""
-    row = view.ds.sel(arch=arch, batch=batch, scope="all")
+    row = view.ds.sel(arch=arch, batch=batch, **{SCOPE: SCOPE_ALL})
     verdict, name, contenders = (
-        row[n].item() for n in ("winner_verdict", "winner", "winner_contenders")
+        row[n].item() for n in (V.winner_verdict, V.winner, V.winner_contenders)
     )
-    median = f"{fixed(row['winner_fastest_median_s'].item(), 1e6)} µs"
+    median = f"{fixed(row[V.winner_fastest_median_s].item(), 1e6)} µs"
     if verdict == NONE:
         return f"`{arch}`: no trusted variant to compare"
     if verdict == ONLY:
         return f"`{arch}`: **{name}** in {median}, the only trusted variant"
-    ratio = speedup_with_ci(*(row[f"winner_{n}"].item() for n in RATIO_WITH_CI))
-    runner_up = f"{row['winner_runner_up'].item()} at {ratio}× its median"
+    ratio = speedup_with_ci(*(row[n].item() for n in RATIO_WITH_CI))
+    runner_up = f"{row[V.winner_runner_up].item()} at {ratio}× its median"
     if verdict == WINNER:
         return f"`{arch}`: **{name}** wins in {median}, {runner_up}"
-    fastest = f"{row['winner_fastest'].item()} ({median})"
+    fastest = f"{row[V.winner_fastest].item()} ({median})"
     among = named(str(contenders).split(", "), "the winners table")
     if verdict == EQUIVALENT_FIRST:
         return f"`{arch}`: equivalent within ±{_min_effect(view)}: {among}, fastest {fastest}"

@@ -18,6 +18,7 @@ import pandas as pd
 from fwbench import frameworks
 from fwbench.analysis.flags import FLAG_UPCAST, has_flag
 from fwbench.frameworks.kernel_precision import UPCAST_BELOW
+from fwbench.io.checks_file import BOUND
 from fwbench.io.comparisons_file import EQUIVALENT, FASTER, SLOWER, UNDETERMINED
 from fwbench.io.dims import FLOAT32, STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.stats_file import StatsView
@@ -195,7 +196,7 @@ def _accuracy_table(rows: pd.DataFrame | None, system: str | None, precision: st
 
 
 def _accuracy(row: Any) -> str:
-    error = f"{significant(row.max_rel_err)} ({significant(row.tolerance)})"
+    error = f"{significant(row.max_rel_err)} ({significant(row.bound)})"
     if math.isfinite(row.saturated_share):
         error += f", {_limit_share(row.saturated_share)} at a limit"
     if row.passed:
@@ -325,7 +326,7 @@ def _accuracy_finding(rows: pd.DataFrame | None) -> str:
     if ran.empty:
         return ""
     errors = pd.to_numeric(ran["max_rel_err"])
-    bounds = pd.to_numeric(ran["tolerance"], errors="coerce")
+    bounds = pd.to_numeric(ran[BOUND], errors="coerce")
     beyond = ran[~ran["passed"]]
     text = (
         f"error against float64 {_percent(errors.min())}–{_percent(errors.max())} of the "

@@ -4,6 +4,7 @@ batch, and the statistics tables (latency, compile speedup, efficiency, winners)
 
 from __future__ import annotations
 
+from fwbench.io.variables import SCOPE
 from fwbench.present import catalog
 from fwbench.present.intervals import whiskers_caption
 from fwbench.present.report.context import ReportContext, SystemPart
@@ -36,9 +37,9 @@ def figures_section(context: ReportContext, part: SystemPart) -> str:
 def winners_section(context: ReportContext, part: SystemPart) -> str:
     stats, batch = part.stats, part.view.table_batch
     rows = [
-        [arch, scope, *winner_cells(stats.sel(arch=arch, batch=batch, scope=scope))]
+        [arch, scope, *winner_cells(stats.sel(arch=arch, batch=batch, **{SCOPE: scope}))]
         for arch in stats["arch"].values
-        for scope in stats["scope"].values
+        for scope in stats[SCOPE].values
     ]
     return (
         f"## Winners at batch {batch}\n\n"
