@@ -67,6 +67,7 @@ from scipy import stats as scipy_stats
 
 from fwbench.io.dims import STATUS_FAILED
 from fwbench.io.rounds_file import SAMPLES, joined_rows
+from fwbench.io.variables import R
 
 CONFIDENCE = 0.95
 BOOT = 2000
@@ -144,9 +145,9 @@ def _warmed(ds: xr.Dataset) -> np.ndarray:
     """(variant, set): whether the worker was warmed (its first call timed); where the file
     does not record it, whether it has a turn in the first round."""
     first_turn = ds["position"].transpose("variant", "set", "round").values[:, :, 0] >= 0
-    if "first_call_s" not in ds:
+    if R.first_call_warm_s not in ds:
         return first_turn
-    return np.isfinite(ds["first_call_s"].transpose("variant", "set").values) | first_turn
+    return np.isfinite(ds[R.first_call_warm_s].transpose("variant", "set").values) | first_turn
 
 
 def _nanmedian(x: np.ndarray) -> np.ndarray:

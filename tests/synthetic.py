@@ -26,6 +26,7 @@ from fwbench.io.dims import STATUS_FAILED, STATUS_OK
 from fwbench.io.rounds_file import SAMPLES
 from fwbench.io.stats_file import StatsView
 from fwbench.io.train_file import RunRecord
+from fwbench.io.variables import R
 from fwbench.model.cost import cost
 from fwbench.model.specs import build_spec
 from fwbench.present.tables import TABLES, write_tables
@@ -274,7 +275,7 @@ def rounds_dataset(
     latency[..., 0] *= 1.05
     first = {}
     if first_call_s is not None:
-        first["first_call_s"] = (
+        first[R.first_call_warm_s] = (
             ("variant", "set"),
             first_call_s + np.tile(0.1 * np.arange(sets), (n, 1)),
         )

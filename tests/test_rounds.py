@@ -24,7 +24,7 @@ from fwbench.host.threads import core_slots
 from fwbench.io.comparisons_file import FASTER
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK, CellKey
 from fwbench.io.rounds_file import read_rounds, rounds_by_system
-from fwbench.io.variables import V
+from fwbench.io.variables import R, V
 from fwbench.measure import turns
 from fwbench.measure.rounds import Variant, order_seed, run_rounds
 from fwbench.memory.levels import cpu_list
@@ -297,10 +297,10 @@ def test_the_rounds_alternate_fresh_workers_and_record_a_failed_variant(tmp_path
     assert np.isnan(ds["latency_s"].values[1]).all()
     assert (ds["position"].values[0] == 0).all()  # alone in its rounds
     assert ds.attrs["round_wall_s"] > 0 and ds["start_utc"].values[0] > ds["start_utc"].values[1]
-    for name in ("setup_s", "first_call_s"):
+    for name in (R.setup_s, R.first_call_warm_s):
         values = ds[name].values
         assert (values[0] > 0).all() and np.isnan(values[1]).all(), name
-    assert (ds["first_call_s"].values[0] < ds["setup_s"].values[0]).all()
+    assert (ds[R.first_call_warm_s].values[0] < ds[R.setup_s].values[0]).all()
 
 
 def _cores_of_threads(pid: int) -> set[tuple[int, ...]]:
@@ -451,3 +451,13 @@ def test_a_sets_order_seed_is_fresh_unless_configured_and_a_bad_one_is_named():
     assert len(drawn) > 1 and all(0 <= seed < 2**31 for seed in drawn)
     with pytest.raises(ValueError, match="'-3'"):
         order_seed("-3")
+
+
+def test_a_schema_2_rounds_files_warm_first_call_reads_under_its_own_name(tmp_path):
+    ds = synthetic_rounds([1e-3, 2e-3], [0.01] * 2, first_call_s=0.5)
+    old = ds.rename({R.first_call_warm_s: "first_call_s"})
+    old.attrs["schema_version"] = 2
+    old.to_netcdf(tmp_path / "set0.nc", engine="h5netcdf")
+    read = read_rounds(tmp_path / "set0.nc")
+    assert "first_call_s" not in read and R.first_call_warm_s in read
+    assert Rounds([read]).warm_first_calls(key("torch", "eager")) == pytest.approx([0.5, 0.6, 0.7])

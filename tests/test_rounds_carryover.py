@@ -12,6 +12,7 @@ import xarray as xr
 
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
 from fwbench.io.rounds_file import SAMPLES
+from fwbench.io.variables import R
 
 from conftest import REPO
 
@@ -64,7 +65,7 @@ def carryover_table(
             "latency_s": (("variant", "set", "round", "sample"), latency),
             "position": (("variant", "set", "round"), position),
             "status": (("variant", "set"), np.full((variants, sets), STATUS_OK)),
-            "first_call_s": (("variant", "set"), np.full((variants, sets), 0.5)),
+            R.first_call_warm_s: (("variant", "set"), np.full((variants, sets), 0.5)),
         },
         coords={"variant": NAMES[:variants], "set": np.arange(sets), "sample": list(SAMPLES)},
         attrs={"system": "local", "arch": "mlp", "batch": 32},

@@ -55,6 +55,7 @@ import xarray as xr
 
 from fwbench.io.dims import STATUS_OK, CellKey
 from fwbench.io.rounds_file import AFTER_SWITCH, WARM, variant_name, variant_precisions
+from fwbench.io.variables import R
 
 Variant = tuple[str, str, str]  # (framework, mode, precision)
 
@@ -141,8 +142,8 @@ def fit_table(x: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, float]:
 def block_of(ds: xr.Dataset) -> Block | None:
     """The design's table of one row (its sets' rounds files joined along `set`; its state
     variance its own until Rounds pools it); None where it gives no estimate."""
-    complete = np.flatnonzero((ds["status"] == STATUS_OK).all("set").values)
-    samples = ds["latency_s"].isel(variant=complete)
+    complete = np.flatnonzero((ds[R.status] == STATUS_OK).all("set").values)
+    samples = ds[R.latency_s].isel(variant=complete)
     logs = np.log(samples.sel(sample=WARM).transpose("variant", "set", "round").values)
     if logs.shape[0] < 2 or logs.shape[1] < 2:
         return None
@@ -222,11 +223,11 @@ class Rounds:
         }
 
     def _add_workers(self, row: tuple[str, int], ds: xr.Dataset) -> None:
-        ok = (ds["status"] == STATUS_OK).transpose("variant", "set").values
-        warm = ds["latency_s"].sel(sample=WARM).transpose("variant", "set", "round").values
+        ok = (ds[R.status] == STATUS_OK).transpose("variant", "set").values
+        warm = ds[R.latency_s].sel(sample=WARM).transpose("variant", "set", "round").values
         first = (
-            ds["first_call_s"].transpose("variant", "set").values
-            if "first_call_s" in ds
+            ds[R.first_call_warm_s].transpose("variant", "set").values
+            if R.first_call_warm_s in ds
             else np.full(ok.shape, np.nan)
         )
         names = zip(ds["framework"].values, ds["mode"].values, variant_precisions(ds), strict=True)

@@ -9,15 +9,11 @@ schema 2, all of a row's in a schema-1 file), `round` (each variant takes one tu
 order shuffled every round), `sample` (a turn's samples, back to back: `after_switch` right
 after another variant ran, then `warm`).
 
-Variables: `latency_s` (variant, set, round, sample: seconds per call), `position` (variant,
-set, round: its place in the round's order), `calls_per_sample` (variant, set), `setup_s`
-(variant, set: from the worker's start to the end of its warm-up; NaN in a file
-written before it was recorded, or where the worker failed), `first_call_s` (variant, set: the
-worker's first call, timed on the timed cores while the other workers wait: a fresh process's
-first call from a warm compile cache; NaN in a file written before it was recorded, or where
-the worker failed before it), `status` and
-`error_message` (variant, set: "ok", or "failed" with the worker's error), `start_utc` (set:
-when the set took the timing lock; schema 2). Attributes: system,
+Variables: declared in fwbench.io.variables.ROUNDS_FILE (named as `R.<name>`): `latency_s`
+(variant, set, round, sample: seconds per call), `position`, `calls_per_sample`, `setup_s`,
+`first_call_warm_s` (a fresh worker's first call from a warm compile cache; `first_call_s`
+before schema 3, renamed on reading: the cells' `first_call_s` is the cold one), `status`,
+`error_message`, `start_utc`. Attributes: system,
 arch, batch, rounds, seed (the set's order seed: drawn fresh by each job unless config
 rounds.order_seed fixes it), round_wall_s (the median round's wall time at the coordinator),
 schema_version. The cells own the absolute medians; this file owns the ratios at its batch
@@ -34,12 +30,14 @@ import xarray as xr
 
 from fwbench.io.atomic import write_netcdf
 from fwbench.io.common import read_versioned_netcdf, with_schema_version
+from fwbench.io.variables import R
 from fwbench.precisions import FLOAT32
 
-SCHEMA_VERSION = 2  # 2: one set per file, `set` a coordinate
+SCHEMA_VERSION = 3  # 2: one set per file, `set` a coordinate; 3: first_call_warm_s
 WHAT = "rounds file"
 RERUN = "the rounds rule (snakemake --forcerun rounds)"
 AFTER_SWITCH, WARM = "after_switch", "warm"
+OLD_FIRST_CALL = "first_call_s"  # schema 1 and 2's name of first_call_warm_s
 SAMPLES = (AFTER_SWITCH, WARM)
 
 
@@ -61,7 +59,11 @@ def write_rounds(ds: xr.Dataset, path: str | os.PathLike) -> None:
 
 
 def read_rounds(path: str | os.PathLike) -> xr.Dataset:
-    return read_versioned_netcdf(path, (1, SCHEMA_VERSION), WHAT, None, RERUN)
+    """A rounds file of any readable schema, with schema 3's names."""
+    ds = read_versioned_netcdf(path, (1, 2, SCHEMA_VERSION), WHAT, None, RERUN)
+    if OLD_FIRST_CALL in ds:
+        ds = ds.rename({OLD_FIRST_CALL: R.first_call_warm_s})
+    return ds
 
 
 def joined_sets(sets: list[xr.Dataset]) -> xr.Dataset:

@@ -9,7 +9,8 @@ that computes it and the code that reads it name it as `V.<name>` (an undeclared
 AttributeError at import, not a silent NaN).
 
 The same holds for stats.nc's variables over many cells (AGGREGATES) and the winners' (WINNERS,
-over WINNER_DIMS), which only stats.nc carries.
+over WINNER_DIMS), which only stats.nc carries, and for the rounds file's variables
+(ROUNDS_FILE, named as `R.<name>`: fwbench.io.rounds_file).
 
 Files: CELL (a cell's `.nc`), BENCH (results/aggregate/bench.nc), STATS (stats.nc, stats.csv).
 A variable in CELL and BENCH is the aggregate's copy of the cell's; one in BENCH and STATS is
@@ -28,7 +29,7 @@ from types import SimpleNamespace
 from fwbench.io.comparisons_file import ROW_DIMS
 from fwbench.io.dims import VARIANT_DIMS
 
-CELL, BENCH, STATS = "cell", "bench", "stats"
+CELL, BENCH, STATS, ROUNDS = "cell", "bench", "stats", "rounds"
 
 
 class Pool(Enum):
@@ -800,3 +801,38 @@ def pooling(name: str) -> Pool:
     """How the aggregate pools `name` across a cell's processes (undeclared: the median)."""
     variable = BY_NAME.get(name)
     return variable.pool if variable else Pool.MEDIAN
+
+
+# --- the rounds file (fwbench.io.rounds_file): its own names, apart from the cells' -----------
+def _rounds(name: str, unit: str, meaning: str, since: int = 1) -> Variable:
+    return Variable(name, unit, meaning, Pool.COMPUTED, (ROUNDS,), ((ROUNDS, since),))
+
+
+ROUNDS_FILE = (
+    _rounds(
+        "latency_s", "s", "seconds per call of each turn's samples (variant, set, round, sample)"
+    ),
+    _rounds(
+        "position", "1", "the variant's place in the round's shuffled order (variant, set, round)"
+    ),
+    _rounds(
+        "calls_per_sample", "1", "calls per timed sample, from the warm-up's pace (variant, set)"
+    ),
+    _rounds(
+        "setup_s",
+        "s",
+        "from the worker's start to the end of its warm-up (variant, set; NaN where it failed)",
+    ),
+    _rounds(
+        "first_call_warm_s",
+        "s",
+        "the worker's first call, timed on the timed cores while the others wait: a fresh"
+        " process's first call from a warm compile cache (variant, set; NaN where it failed"
+        " before it); `first_call_s` in files before schema 3",
+        since=3,
+    ),
+    _rounds("status", "", "'ok', or 'failed' (variant, set)"),
+    _rounds("error_message", "", "the failed worker's error (variant, set)"),
+    _rounds("start_utc", "", "when the set took the timing lock (set)", since=2),
+)
+R = SimpleNamespace(**{v.name: v.name for v in ROUNDS_FILE})

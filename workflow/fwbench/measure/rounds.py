@@ -38,6 +38,7 @@ from fwbench.host.harness import timing_lock
 from fwbench.host.threads import core_slots
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
 from fwbench.io.rounds_file import SAMPLES, variant_name, write_rounds
+from fwbench.io.variables import R
 from fwbench.plan.request import CellRequest
 from fwbench.rng import seeded_rng
 
@@ -226,14 +227,14 @@ def _dataset(record: Record, seed: int) -> xr.Dataset:
     one_set = ("variant", "set")  # the file's one set: each array gains that axis
     return xr.Dataset(
         {
-            "latency_s": (dims3 + ("sample",), record.latency_s[:, None]),
-            "position": (dims3, record.position[:, None]),
-            "calls_per_sample": (one_set, record.calls[:, None]),
-            "setup_s": (one_set, record.setup_s[:, None]),
-            "first_call_s": (one_set, record.first_call_s[:, None]),
-            "status": (one_set, record.status.astype(str)[:, None]),
-            "error_message": (one_set, record.error.astype(str)[:, None]),
-            "start_utc": (("set",), [record.start_utc]),
+            R.latency_s: (dims3 + ("sample",), record.latency_s[:, None]),
+            R.position: (dims3, record.position[:, None]),
+            R.calls_per_sample: (one_set, record.calls[:, None]),
+            R.setup_s: (one_set, record.setup_s[:, None]),
+            R.first_call_warm_s: (one_set, record.first_call_s[:, None]),
+            R.status: (one_set, record.status.astype(str)[:, None]),
+            R.error_message: (one_set, record.error.astype(str)[:, None]),
+            R.start_utc: (("set",), [record.start_utc]),
         },
         coords=coords,
         attrs={
