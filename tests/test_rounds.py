@@ -17,7 +17,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from fwbench import frameworks
-from fwbench.analysis.comparisons import Cells, Levels, compare
+from fwbench.analysis.comparisons import Cells, Levels, aa_controls, compare
 from fwbench.analysis.rounds import METHOD, Rounds, block_of
 from fwbench.analysis.winners import contest
 from fwbench.host.threads import core_slots
@@ -28,7 +28,7 @@ from fwbench.io.variables import R, V
 from fwbench.measure import turns
 from fwbench.measure.rounds import Variant, order_seed, run_rounds
 from fwbench.memory.levels import cpu_list
-from fwbench.present.tables import rounds_rule
+from fwbench.present.tables import aa_control_rule, rounds_rule
 
 import fake_adapter
 from plans import plan_of
@@ -347,7 +347,8 @@ def test_the_plan_has_one_rounds_job_per_architecture_rounds_batch_and_set():
         for arch in plan.config["architectures"]
     ]
     wildcards = {"system": "local", "arch": "mlp", "batch": "32", "set": "2"}
-    variants = plan.rounds_variants(wildcards)
+    *variants, control = plan.rounds_variants(wildcards)
+    assert control.pop("replica") == 1 and control in variants  # the A/A control's second worker
     modes = [(fw, m) for fw in plan.frameworks for m in plan.config["modes"][fw]]
     # every mode in float32, every mode but litert in bfloat16, each deployment path in the
     # quantization its users pick first: the 3 runtime paths in int8, torch's compiled and aoti
@@ -461,3 +462,41 @@ def test_a_schema_2_rounds_files_warm_first_call_reads_under_its_own_name(tmp_pa
     read = read_rounds(tmp_path / "set0.nc")
     assert "first_call_s" not in read and R.first_call_warm_s in read
     assert Rounds([read]).warm_first_calls(key("torch", "eager")) == pytest.approx([0.5, 0.6, 0.7])
+
+
+def test_each_rows_aa_control_is_one_of_its_variants_the_same_in_every_set_drawn_per_row():
+    plan = plan_of({"batch_sizes": [32]}, base=DEFAULT)
+    row = {"system": "local", "batch": "32"}
+    chosen = {}
+    for arch in plan.config["architectures"]:
+        sets = [plan.rounds_variants(row | {"arch": arch, "set": str(k)}) for k in range(3)]
+        assert all(found == sets[0] for found in sets)
+        assert [v.get("replica", 0) for v in sets[0]] == [0] * (len(sets[0]) - 1) + [1]
+        chosen[arch] = plan.aa_control(row | {"arch": arch}, len(sets[0]) - 1)
+    assert len(set(chosen.values())) > 1  # rotates over the rows
+    off = plan_of({"batch_sizes": [32], "rounds": {"aa_control": False}}, base=DEFAULT)
+    found = off.rounds_variants(row | {"arch": "mlp", "set": "0"})
+    assert all("replica" not in v for v in found)
+
+
+def test_the_aa_control_is_judged_like_any_pair_and_its_truth_is_one():
+    """Its two workers of one variant differ only by their processes: over 200 simulated
+    tables (unequal spreads, a drifting state) its 95% CI excludes 1 in about 5% of them."""
+    variants = [*VARIANTS, ("torch", "eager")]
+    excluded = 0
+    for seed in range(200):
+        ds = rounds_dataset(
+            variants,
+            [1e-3, 0.8e-3, 0.5e-3, 2e-3, 1e-3],
+            [0.03, 0.003, 0.01, 0.03, 0.03],
+            sensitivity=[1.0, 0.8, 1.3, 1.1, 1.0],
+            set_drift=tuple(np.random.default_rng(seed).normal(0, 0.15, 3)),
+            seed=seed,
+        ).assign_coords(replica=("variant", [0, 0, 0, 0, 1]))
+        (control,) = aa_controls(Rounds([ds]), LEVELS)
+        assert control["row"] == "mlp/b32" and control["variant"] == "torch/eager"
+        excluded += control["ci_low"] > 1 or control["ci_high"] < 1
+    assert 2 <= excluded <= 20, excluded  # 5% of 200 is 10
+    words = aa_control_rule({"aa_control": json.dumps([control] * 3), "stats_confidence": 0.95})
+    assert "3 tables" in words and "calibrated design: about 0.2" in words
+    assert aa_control_rule({}) == ""

@@ -3,9 +3,10 @@
     rounds.py --variants JSON --set K --rounds R --seed N|fresh --lock PATH --log PATH OUTPUT
 
 --variants is the plan's list (fwbench.plan.rounds.RoundsPlan.rounds_variants): per variant
-its cell's request, its artifact manifest and its process-0 cell file (whose `python` starts
-the variant's worker). --seed fresh draws the set's order seed now (config rounds.order_seed);
-the rounds file records the seed either way.
+its cell's request, its artifact manifest, its process-0 cell file (whose `python` starts
+the variant's worker) and, for the A/A control's second worker, "replica": 1. --seed fresh
+draws the set's order seed now (config rounds.order_seed); the rounds file records the seed
+either way.
 """
 
 import argparse
@@ -31,6 +32,7 @@ with job_log(args.log):
         Variant(
             CellRequest.from_json(v["request"], lock=args.lock, artifact=v["artifact"]),
             python_of(read_cell_record(v["cell"]).attrs),
+            v.get("replica", 0),
         )
         for v in json.loads(args.variants)
     ]

@@ -135,6 +135,27 @@ def judge(estimate: Estimate, levels: Levels) -> tuple[float, float, float, floa
     return math.exp(low), math.exp(high), p_difference, p_equivalence, verdict
 
 
+def aa_controls(rounds: Rounds, levels: Levels) -> list[dict[str, Any]]:
+    """The rounds' A/A controls (Rounds.aa_controls) judged like any pair: per table its
+    variant, the second worker's speedup over the first, its CI, p and verdict; a calibrated
+    design's CIs exclude 1 in about 1 − levels.confidence of them."""
+    found = []
+    for row, variant, value, se, dof in rounds.aa_controls():
+        low, high, p_difference, _, verdict = judge(Estimate(value, se, dof, ROUNDS_METHOD), levels)
+        found.append(
+            {
+                "row": row,
+                "variant": variant,
+                "speedup": math.exp(value),
+                "ci_low": low,
+                "ci_high": high,
+                "p_difference": p_difference,
+                "verdict": verdict,
+            }
+        )
+    return found
+
+
 class Cells:
     """What the comparisons read of one system's cells, by key: the pooled medians, the warm
     timings (repeats last), measured in several processes each cell's spread, and the rounds

@@ -54,7 +54,7 @@ import numpy as np
 import xarray as xr
 
 from fwbench.io.dims import STATUS_OK, CellKey
-from fwbench.io.rounds_file import AFTER_SWITCH, WARM, variant_name, variant_precisions
+from fwbench.io.rounds_file import AFTER_SWITCH, WARM, replicated, variant_keys, variant_name
 from fwbench.io.variables import R
 
 Variant = tuple[str, str, str]  # (framework, mode, precision)
@@ -62,6 +62,11 @@ Variant = tuple[str, str, str]  # (framework, mode, precision)
 
 def _variant(key: CellKey) -> Variant:
     return key.framework, key.mode, key.precision
+
+
+def _replicated(v: Variant) -> Variant:
+    """The variant an A/A control's second worker measures (the variant itself otherwise)."""
+    return v[0], replicated(v[1]), v[2]
 
 
 METHOD = (
@@ -151,8 +156,7 @@ def block_of(ds: xr.Dataset) -> Block | None:
     if not np.isfinite(x).all():
         return None
     residual_ss, dof, sensitivity, state_ss = fit_table(x)
-    frameworks, modes = samples["framework"].values.tolist(), samples["mode"].values.tolist()
-    names = list(zip(frameworks, modes, variant_precisions(samples), strict=True))
+    names = variant_keys(samples)
     cost = (samples.sel(sample=AFTER_SWITCH) / samples.sel(sample=WARM)).median(("set", "round"))
     block = Block(
         means=dict(zip(names, x.mean(axis=1).tolist(), strict=True)),
@@ -168,15 +172,16 @@ def block_of(ds: xr.Dataset) -> Block | None:
 
 def pooled(blocks: list[Block]) -> list[Block]:
     """The blocks with each variant's σ² pooled over the blocks that measured it (Σ of its
-    residuals' squares over Σ of their dof) and the machine's state variance τ² pooled over
+    residuals' squares over Σ of their dof; an A/A control's second worker with its variant's
+    own: the same variant in another fresh process) and the machine's state variance τ² pooled over
     those that fit γ (each Σ b² with S − 1 dof)."""
     ss: dict[Variant, float] = {}
     dofs: dict[Variant, float] = {}
     for block in blocks:
         for v, value in block.residual_ss.items():
-            ss[v] = ss.get(v, 0.0) + value
-            dofs[v] = dofs.get(v, 0.0) + block.residual_dof
-    variances = {v: ss[v] / dofs[v] for v in ss}
+            same = _replicated(v)
+            ss[same] = ss.get(same, 0.0) + value
+            dofs[same] = dofs.get(same, 0.0) + block.residual_dof
     fitted = [block for block in blocks if block.state_ss > 0]
     state_dof = sum(block.sets - 1 for block in fitted)
     state = (
@@ -187,8 +192,8 @@ def pooled(blocks: list[Block]) -> list[Block]:
     return [
         replace(
             block,
-            variances={v: variances[v] for v in block.means},
-            variance_dofs={v: dofs[v] for v in block.means},
+            variances={v: ss[_replicated(v)] / dofs[_replicated(v)] for v in block.means},
+            variance_dofs={v: dofs[_replicated(v)] for v in block.means},
             **state,
         )
         for block in blocks
@@ -230,9 +235,8 @@ class Rounds:
             if R.first_call_warm_s in ds
             else np.full(ok.shape, np.nan)
         )
-        names = zip(ds["framework"].values, ds["mode"].values, variant_precisions(ds), strict=True)
-        for v, (framework, mode, precision) in enumerate(names):
-            key = (*row, (str(framework), str(mode), precision))
+        for v, name in enumerate(variant_keys(ds)):
+            key = (*row, name)
             self.by_set[key] = np.where(ok[v][:, None], warm[v], np.nan)
             self.first_calls[key] = [float(t) for t in first[v][ok[v]] if np.isfinite(t)]
 
@@ -248,6 +252,25 @@ class Rounds:
     def _block(self, key: CellKey) -> Block | None:
         block = self.blocks.get((key.arch, key.batch))
         return block if block and _variant(key) in block.means else None
+
+    def aa_controls(self) -> list[tuple[str, str, float, float, float]]:
+        """Per table with an A/A control: (row as arch/b<batch>, the variant's name, the log
+        speedup of its second worker over its first, se, dof): a pair whose truth is 1."""
+        found = []
+        for (arch, batch), block in sorted(self.blocks.items()):
+            for second in (v for v in block.means if v != _replicated(v)):
+                first = _replicated(second)
+                if first in block.means:
+                    value = block.means[first] - block.means[second]
+                    found.append(
+                        (
+                            f"{arch}/b{batch}",
+                            variant_name(*first),
+                            value,
+                            *block.se_dof(first, second),
+                        )
+                    )
+        return found
 
     def log_median(self, key: CellKey) -> float | None:
         """The variant's mean log median in the rounds (None: not in them)."""

@@ -33,7 +33,7 @@ import numpy as np
 import xarray as xr
 
 from fwbench.analysis.attribution import attribution_variables
-from fwbench.analysis.comparisons import Cells, Levels
+from fwbench.analysis.comparisons import Cells, Levels, aa_controls
 from fwbench.analysis.estimators import cell_median_cis, ci_level, describe
 from fwbench.analysis.flags import FLAG_MEANINGS, cell_flags, untrusted
 from fwbench.analysis.machine import (
@@ -299,6 +299,7 @@ def summarize(
         _summary_attrs(bench, limits, settings, process_count, spreads is not None)
     )
     summary.attrs["rounds"] = together.describe()
+    summary.attrs["aa_control"] = json.dumps(aa_controls(together, levels), sort_keys=True)
     return summary
 
 

@@ -3,7 +3,8 @@ every variant of one (architecture, batch) measured in alternation by one set of
 processes (fwbench.measure.rounds); a row's sets are read as one table (rounds_by_system).
 
 Dimensions: `variant` (framework/mode, and /precision where it is not float32; coords
-`framework`, `mode`, `version`, `precision`: a file without it measured float32), `set` (a set of
+`framework`, `mode`, `version`, `precision`: a file without it measured float32; `replica`: 1
+for the A/A control's second worker of one variant, named with " (A/A)", schema 3), `set` (a set of
 fresh worker processes, one per variant; coordinate: the set's index; one per file since
 schema 2, all of a row's in a schema-1 file), `round` (each variant takes one turn per round, in an
 order shuffled every round), `sample` (a turn's samples, back to back: `after_switch` right
@@ -38,13 +39,33 @@ WHAT = "rounds file"
 RERUN = "the rounds rule (snakemake --forcerun rounds)"
 AFTER_SWITCH, WARM = "after_switch", "warm"
 OLD_FIRST_CALL = "first_call_s"  # schema 1 and 2's name of first_call_warm_s
+# The A/A control (config rounds.aa_control): one variant of the row measured by a second,
+# independent worker; coordinate `replica` (variant: 1 for that worker; absent before schema 3).
+REPLICA = "replica"
+AA_MARK = " (A/A)"
 SAMPLES = (AFTER_SWITCH, WARM)
 
 
-def variant_name(framework: str, mode: str, precision: str = FLOAT32) -> str:
-    """framework/mode, and the precision where it is not float32 (as CellKey names a cell)."""
-    name = f"{framework}/{mode}"
-    return name if precision == FLOAT32 else f"{name}/{precision}"
+def variant_name(framework: str, mode: str, precision: str = FLOAT32, replica: int = 0) -> str:
+    """framework/mode, and the precision where it is not float32 (as CellKey names a cell);
+    the A/A control's second worker marked."""
+    name = f"{framework}/{mode}" if precision == FLOAT32 else f"{framework}/{mode}/{precision}"
+    return name + AA_MARK if replica else name
+
+
+def variant_keys(ds: xr.Dataset) -> list[tuple[str, str, str]]:
+    """Each variant's (framework, mode, precision); the A/A control's second worker's mode
+    marked (AA_MARK), so it is a variant of its own to the analysis."""
+    replicas = ds[REPLICA].values.tolist() if REPLICA in ds.coords else [0] * ds.sizes["variant"]
+    modes = [
+        m + AA_MARK if r else m for m, r in zip(ds["mode"].values.tolist(), replicas, strict=True)
+    ]
+    return list(zip(ds["framework"].values.tolist(), modes, variant_precisions(ds), strict=True))
+
+
+def replicated(mode: str) -> str:
+    """The mode an A/A control's marked mode replicates (itself where unmarked)."""
+    return mode.removesuffix(AA_MARK)
 
 
 def variant_precisions(ds: xr.Dataset) -> list[str]:

@@ -37,7 +37,7 @@ import xarray as xr
 from fwbench.host.harness import timing_lock
 from fwbench.host.threads import core_slots
 from fwbench.io.dims import STATUS_FAILED, STATUS_OK
-from fwbench.io.rounds_file import SAMPLES, variant_name, write_rounds
+from fwbench.io.rounds_file import REPLICA, SAMPLES, variant_name, write_rounds
 from fwbench.io.variables import R
 from fwbench.plan.request import CellRequest
 from fwbench.rng import seeded_rng
@@ -47,10 +47,12 @@ from fwbench.rng import seeded_rng
 class Variant:
     request: CellRequest
     python: str  # the interpreter its cell ran with (the cell file's `python`)
+    replica: int = 0  # 1: the A/A control's second worker of the variant
 
     @property
     def name(self) -> str:
-        return variant_name(self.request.framework, self.request.mode, self.request.precision)
+        request = self.request
+        return variant_name(request.framework, request.mode, request.precision, self.replica)
 
 
 class WorkerFailed(RuntimeError):
@@ -220,6 +222,7 @@ def _dataset(record: Record, seed: int) -> xr.Dataset:
         "mode": ("variant", [v.request.mode for v in record.variants]),
         "precision": ("variant", [v.request.precision for v in record.variants]),
         "version": ("variant", [next(iter(v.request.versions.values())) for v in record.variants]),
+        REPLICA: ("variant", [v.replica for v in record.variants]),
         "sample": list(SAMPLES),
         "set": [record.set_index],
     }

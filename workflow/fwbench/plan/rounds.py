@@ -13,6 +13,7 @@ from typing import Any
 
 import fwbench.plan.paths as paths
 from fwbench.io.dims import nearest_batch
+from fwbench.rng import seeded_rng
 
 TABLE = "table"  # rounds.batches' default: the table batch
 ALL = "all"  # rounds.architectures' default
@@ -95,7 +96,8 @@ class RoundsPlan:
 
     def rounds_variants(self, wildcards: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Per variant: its cell's request (JSON), its artifact manifest ('' but for export
-        modes) and its cell file; refuses a batch that is no rounds batch, a set beyond
+        modes) and its cell file; last, the A/A control's second worker of one of them
+        (aa_control; "replica": 1); refuses a batch that is no rounds batch, a set beyond
         rounds.sets."""
         if int(wildcards["set"]) >= self.rounds_sets:
             raise ValueError(
@@ -112,7 +114,7 @@ class RoundsPlan:
                 f"architecture {wildcards['arch']!r} is not measured in rounds "
                 f"(rounds.architectures: {self.rounds_architectures})"
             )
-        return [
+        found = [
             {
                 "request": self.cell_request(cell).to_json(),
                 "artifact": next(iter(self.artifact_input(cell)), ""),
@@ -120,3 +122,15 @@ class RoundsPlan:
             }
             for cell in self._variant_wildcards(wildcards)
         ]
+        control = self.aa_control(wildcards, len(found))
+        return found + ([found[control] | {"replica": 1}] if control is not None else [])
+
+    def aa_control(self, wildcards: Mapping[str, Any], variants: int) -> int | None:
+        """Which of the row's variants its A/A control measures a second time, by a worker of
+        its own (config rounds.aa_control): one drawn per row from the sweep's seed, the same
+        in every set of the row (a rotating choice over the rows: eager, compiled and runtime
+        variants alike); None where the control is off or the row has no variant."""
+        if not self.config["rounds"]["aa_control"] or variants == 0:
+            return None
+        row = f"{wildcards['system']}/{wildcards['arch']}/b{int(wildcards['batch'])}"
+        return int(seeded_rng(self.config["seed"], f"aa control/{row}").integers(variants))

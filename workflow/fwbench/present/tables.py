@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 
 from fwbench.io.atomic import write_text
+from fwbench.io.comparisons_file import FASTER, SLOWER
 from fwbench.io.dims import EAGER_MODE, STATUS_ABSENT, STATUS_FAILED, STATUS_OK, CellKey, along
 from fwbench.io.stats_file import VIEW_DIMS, StatsView
 from fwbench.io.variables import ONLY, SCOPE, SCOPE_ALL, WINNER, V
@@ -134,9 +135,28 @@ def rounds_rule(attrs: Mapping) -> str:
         "rounds, not from the cells: every variant of an architecture measured in alternation "
         "by its own worker process, one turn each per round in a shuffled order, in "
         f"{'/'.join(map(str, sets))} sets of fresh processes (the sets are blocks; each "
-        "variant's spread between them is its own, moderated); a turn's first sample, right "
-        f"after another variant ran, is {fixed(rounds['turn_cost_median'] - 1, 100, 1)}% slower "
-        "than the next (median over variants), and the ratios use the next." + _state(rounds)
+        "variant's spread between them is its own, pooled over the architectures); a turn's "
+        f"first sample, right after another variant ran, is "
+        f"{fixed(rounds['turn_cost_median'] - 1, 100, 1)}% slower than the next (median over "
+        "variants), and the ratios use the next." + _state(rounds) + aa_control_rule(attrs)
+    )
+
+
+def aa_control_rule(attrs: Mapping) -> str:
+    """The rounds' A/A controls (stats.nc's `aa_control`) in words: how many tables' CIs
+    exclude 1 against the rate a calibrated design gives, how many were called faster or
+    slower; '' where none ran."""
+    controls = json.loads(attrs.get("aa_control", "[]") or "[]")
+    if not controls:
+        return ""
+    tables, level = len(controls), 1 - float(attrs.get("stats_confidence", 0.95))
+    differ = sum(c["ci_low"] > 1 or c["ci_high"] < 1 for c in controls)
+    called = sum(c["verdict"] in (FASTER, SLOWER) for c in controls)
+    return (
+        f" A/A control: in {tables} table{'s' * (tables > 1)} one variant was measured by a "
+        "second worker of its own and compared with itself like any pair: "
+        f"{differ} of {tables} CIs exclude 1 (a calibrated design: about "
+        f"{fixed(level * tables, 1, 1)}), {called} called faster or slower."
     )
 
 
