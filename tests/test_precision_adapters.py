@@ -359,9 +359,11 @@ def test_a_bf16_cell_says_what_its_work_computed_in_and_flags_an_upcast(framewor
     spec = build_spec(arch, SMALL_DIMS[arch])
     found = run.runner.kernel_precision(run.runner.prepare(make_input(spec, BATCH)))
     assert found.low == BFLOAT16 and found.basis in (KERNEL_TIME, FLOP)
-    if (framework, mode) == ("torch", "aoti"):  # its kernels never reach torch.profiler
-        assert math.isnan(found.share) and not found.upcast()
-        assert "nothing typed" in found.note() and "AOTInductor" in found.note()
+    if (framework, mode) == ("torch", "aoti"):  # its generated kernels never reach the profiler
+        # where inductor has a bf16 GEMM template (AMX, AVX-512 bf16) nothing is seen; on an
+        # AVX2 CPU (Zen 3) it calls aten's mm, which the profiler sees in bf16
+        assert not found.upcast() and "AOTInductor" in found.note()
+        assert math.isnan(found.share) or found.share > 0.9, found.note()
         return
     assert found.upcast() == ((framework, mode) in UPCAST_MODES), found.note()
     if found.upcast():

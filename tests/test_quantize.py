@@ -20,6 +20,7 @@ import pytest
 from fwbench import frameworks
 from fwbench.analysis.roofline import HardwareLimits
 from fwbench.frameworks.kernel_precision import KERNEL_TIME
+from fwbench.host.identity import int8_widens
 from fwbench.io.artifact_file import read_manifest
 from fwbench.io.cell_file import read_cell
 from fwbench.model import cost as cost_model
@@ -160,9 +161,17 @@ def _matmul_model(weights: np.ndarray) -> bytes:
     return model.SerializeToString()
 
 
+# A weight's int8 step for weights uniform on [-1, 1] (rms 1/√3): full range, 127 levels a side
+# (√3/254 of the rms); with reduce_range, where the CPU's int8 products widen to 16 bits
+# (host.identity.int8_widens), 64 (√3/128).
+def weight_step(reduced: bool) -> float:
+    return math.sqrt(3) / (128 if reduced else 254)
+
+
 def test_the_steps_of_a_quantized_matmul_are_those_its_value_ranges_imply(tmp_path):
-    """Weights uniform on [-1, 1] become int8 of rms 127/√3: their step is √3/254; an input
-    uniform on [0, 1) becomes uint8 (zero point 0) of rms 255/√3: √3/510."""
+    """Weights uniform on [-1, 1] become int8 of rms 127/√3 (63/√3 with reduce_range): their
+    step is √3/254; an input uniform on [0, 1) becomes uint8 (zero point 0) of rms 255/√3:
+    √3/510."""
     onnxrt = pytest.importorskip("fwbench.runtimes.onnxrt")
     from fwbench.frameworks.protocols import Exported
 
@@ -172,10 +181,12 @@ def test_the_steps_of_a_quantized_matmul_are_those_its_value_ranges_imply(tmp_pa
     quantized = onnxrt.quantize(Exported(str(source), "test"), INT8, str(tmp_path / "m"))
     assert quantized.details["quantization"]["integer_products"] == ["MatMulInteger"]
     assert quantized.details["quantization"]["float_products_left"] == []
+    reduced = quantized.details["quantization"]["reduce_range"]
+    assert reduced == int8_widens()
     x = rng.uniform(0, 1, (64, 256)).astype(np.float32)
     found = onnxrt.quantization_roundings(quantized.file, {"x": x}, threads=1)
     activation, weight = found.steps
-    assert weight == pytest.approx(math.sqrt(3) / 254, rel=0.02)
+    assert weight == pytest.approx(weight_step(reduced), rel=0.02)
     assert activation == pytest.approx(math.sqrt(3) / 510, rel=0.02)
     assert (found.saturated, found.stored) == (0, 0)  # a dynamic range is each call's own
 
@@ -202,7 +213,7 @@ def test_a_static_quantization_fixes_the_activations_scale_from_its_calibration_
     # to uint8 too (the next op's input in a deeper model).
     found = onnxrt.quantization_roundings(quantized.file, {"x": x}, threads=1)
     weight, activation, output = found.steps
-    assert weight == pytest.approx(math.sqrt(3) / 254, rel=0.02)
+    assert weight == pytest.approx(weight_step(settings["reduce_range"]), rel=0.02)
     assert activation == pytest.approx(math.sqrt(3) / 510, rel=0.02)
     assert 0 < output < 0.1
     # Stored: the input and the product's output, 64 × 256 values each; in range, an input
@@ -457,7 +468,7 @@ def test_a_quantized_path_checks_within_its_bound_and_runs_int8_products(
     assert float(cell["low_precision_share"]) > 0.9, cell.attrs["kernel_precision"]
     assert evidence in cell.attrs["kernel_precision"]
     (row,) = [row for row in done["rows"] if row["precision"] == precision]
-    assert row["pass"], row  # within the bound its own scales give
+    assert row["pass"], {k: row[k] for k in ("max_rel_err", "bound", "basis")}  # its own scales
     assert "scales" in row["basis"] and row["max_rel_err"] < row["bound"] < 0.5
     assert row["max_rel_err"] > 1e-4  # the quantization's error, beyond float32's tolerance
     print(framework, mode, row["max_rel_err"], row["bound"], cell.attrs["kernel_precision"])

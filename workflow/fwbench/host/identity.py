@@ -207,6 +207,13 @@ def dtype_support(
     return reasons
 
 
+def int8_widens(cpu: dict[str, Any] | None = None) -> bool:
+    """Whether this CPU's int8 dot products widen to 16-bit pairs (no VNNI/AMX-INT8, see
+    dtype_support): there full-range int8 weights saturate the pairs' sums, so the quantizers
+    write 7-bit weights (reduce_range), as ONNX Runtime and PyTorch advise for such CPUs."""
+    return dtype_support("cpu", cpu or cpu_identity(), None)["int8"] is not None
+
+
 # Per dtype, the CPU's instructions that compute its GEMM, fastest first: (flag, name).
 GEMM_INSTRUCTIONS = {
     "float64": (("avx512f", "AVX-512 FMA"), ("fma", "AVX2 FMA")),

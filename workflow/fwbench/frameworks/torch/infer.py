@@ -243,7 +243,9 @@ class TorchRunner(BaseRunner):
         if self.mode == "eager":
             return found
         unseen = (
-            "AOTInductor runs its kernels without torch's dispatcher: torch.profiler sees none"
+            "AOTInductor runs its generated kernels without torch's dispatcher: torch.profiler"
+            " sees only the aten ops it calls out to (a GEMM where the CPU has no template of"
+            " its own for the dtype), not counted otherwise"
             if self.artifact
             else "inductor's generated C++ kernels carry no dtype in torch.profiler: not counted"
         )

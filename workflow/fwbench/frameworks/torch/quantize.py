@@ -27,11 +27,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from fwbench.host.identity import int8_widens
 from fwbench.model.precision_bound import Roundings, moves_data
 
 SETTINGS = {
     "method": "torchao PT2E: prepare_pt2e, calibration, convert_pt2e",
-    "quantizer": "X86InductorQuantizer, get_default_x86_inductor_quantization_config()",
+    "quantizer": "X86InductorQuantizer, get_default_x86_inductor_quantization_config(reduce_range)"
+    " with reduce_range where the CPU has no VNNI/AMX-INT8 (host.identity.int8_widens)",
     "activations": "uint8 per tensor, affine (HistogramObserver), scales fixed by calibration",
     "weights": "int8 per output channel, symmetric (PerChannelMinMaxObserver)",
     "lowered_by": "inductor with freezing: oneDNN's qlinear/qconv kernels",
@@ -54,16 +56,19 @@ def pt2e(
         raise ValueError(f"the x86 Inductor quantizer lowers to oneDNN's CPU kernels, not {device}")
     example = torch.from_numpy(np.ascontiguousarray(calibration[0], dtype=np.float32))
     batch = torch.export.Dim("batch", min=1)
+    reduce_range = int8_widens()
     start = time.perf_counter()
     with torch.no_grad():
         captured = torch.export.export(module, (example,), dynamic_shapes=({0: batch},))
         quantizer = x86.X86InductorQuantizer()
-        quantizer.set_global(x86.get_default_x86_inductor_quantization_config())
+        config = x86.get_default_x86_inductor_quantization_config(reduce_range=reduce_range)
+        quantizer.set_global(config)
         prepared = prepare_pt2e(explicit_same_padding(captured.module()), quantizer)
         for rows in calibration:
             prepared(torch.from_numpy(np.ascontiguousarray(rows, dtype=np.float32)))
         converted = convert_pt2e(prepared)
     details = SETTINGS | {
+        "reduce_range": reduce_range,
         "torchao": distribution_version("torchao"),
         "quantize_s": time.perf_counter() - start,
     }
