@@ -371,16 +371,17 @@ def quantize(
         raise ValueError(f"ONNX Runtime quantizes to {', '.join(QUANTIZATION)}, not {precision!r}")
     model = without_shape_annotations(onnx.load(exported.file))
     target = f"{path}-{precision}.onnx"
+    reduce_range = int8_widens()  # the CPU's flags, read once
     if precision == INT8:
-        _quantize_dynamic(model, target)
+        _quantize_dynamic(model, target, reduce_range)
     else:
-        _quantize_static(model, target, calibration)
+        _quantize_static(model, target, calibration, reduce_range)
     written = onnx.load(target)
     integer, left = quantized_products(written)
     method = QUANTIZATION[precision]["method"].rsplit(".", 1)[-1]
     how = f"{exported.how}; quantized to {precision} by ONNX Runtime's {method}"
     settings = QUANTIZATION[precision] | {
-        "reduce_range": int8_widens(),
+        "reduce_range": reduce_range,
         "integer_products": integer,
         "float_products_left": left,
     }
@@ -396,15 +397,17 @@ def logits_of(path: str, threads: int) -> Callable[[np.ndarray], np.ndarray]:
     return lambda x: session.run(None, {given: np.asarray(x, np.float32)})[0]
 
 
-def _quantize_dynamic(model: Any, target: str) -> None:
+def _quantize_dynamic(model: Any, target: str, reduce_range: bool) -> None:
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
     quantize_dynamic(
-        model, target, weight_type=QuantType.QInt8, per_channel=False, reduce_range=int8_widens()
+        model, target, weight_type=QuantType.QInt8, per_channel=False, reduce_range=reduce_range
     )
 
 
-def _quantize_static(model: Any, target: str, calibration: list[np.ndarray] | None) -> None:
+def _quantize_static(
+    model: Any, target: str, calibration: list[np.ndarray] | None, reduce_range: bool
+) -> None:
     from onnxruntime.quantization import (
         CalibrationDataReader,
         CalibrationMethod,
@@ -434,7 +437,7 @@ def _quantize_static(model: Any, target: str, calibration: list[np.ndarray] | No
         activation_type=QuantType.QUInt8,
         weight_type=QuantType.QInt8,
         per_channel=False,
-        reduce_range=int8_widens(),
+        reduce_range=reduce_range,
         calibrate_method=CalibrationMethod.MinMax,
     )
 
