@@ -19,6 +19,7 @@ from plans import plan_of
 
 BUILD_DELAY_S = 0.0
 FAIL_IN_BUILD: Exception | None = None
+FAIL_AT_BATCH: int | None = None  # the batch whose input preparation fails
 
 
 class FakeRunner:
@@ -26,6 +27,8 @@ class FakeRunner:
         self.spec, self.weights, self.mode = spec, weights, mode
 
     def prepare(self, x):
+        if len(x) == FAIL_AT_BATCH:
+            raise ValueError(f"no kernel for batch {len(x)}")
         return x
 
     def __call__(self, prepared):

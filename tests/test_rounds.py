@@ -242,22 +242,40 @@ def serve(monkeypatch, commands, **settings):
     monkeypatch.setattr(frameworks, "load", lambda framework, part="infer": fake_adapter)
     replies = io.StringIO()
     request = dataclasses.replace(fake_adapter.request(**settings), process=1)
+    requests = [dataclasses.replace(request, batch=batch) for batch in (request.batch, 64)]
     lines = "".join(json.dumps(c) + "\n" for c in commands)
-    turns.work(request, io.StringIO(lines), replies)
+    turns.work(requests, io.StringIO(lines), replies)
     return [json.loads(line) for line in replies.getvalue().splitlines()]
 
 
-def test_the_worker_builds_warms_and_times_turns_on_request(monkeypatch):
-    replies = serve(monkeypatch, [{"warm": True}, {"turn": 2}, {"turn": 2}, {"quit": True}])
-    assert "built" in replies[0] and "first_call_s" not in replies[0]["built"]
-    assert replies[1]["calls"] >= 1 and replies[1]["first_call_s"] > 0  # timed when warmed
-    assert [len(r["ns"]) for r in replies[2:]] == [2, 2]
-    assert all(ns > 0 for r in replies[2:] for ns in r["ns"])
+def test_the_worker_builds_every_batch_once_then_warms_and_times_turns_on_request(monkeypatch):
+    batch = fake_adapter.request().batch
+    commands = [
+        {"warm": 64},
+        {"turn": 2, "batch": 64},
+        {"warm": batch},
+        {"turn": 3, "batch": batch},
+    ]
+    replies = serve(monkeypatch, [*commands, {"quit": True}])
+    built = replies[0]["built"]
+    assert built["failed_batches"] == {} and "first_call_s" not in built
+    for warmed in (replies[1], replies[3]):
+        assert warmed["calls"] >= 1 and warmed["first_call_s"] > 0  # timed when warmed
+    assert [len(replies[k]["ns"]) for k in (2, 4)] == [2, 3]
+    assert all(ns > 0 for k in (2, 4) for ns in replies[k]["ns"])
+
+
+def test_a_worker_whose_build_fails_at_one_batch_says_why_and_serves_the_others(monkeypatch):
+    monkeypatch.setattr(fake_adapter, "FAIL_AT_BATCH", 64)
+    batch = fake_adapter.request().batch
+    replies = serve(monkeypatch, [{"warm": batch}, {"turn": 1, "batch": batch}])
+    assert replies[0]["built"]["failed_batches"] == {"64": "no kernel for batch 64"}
+    assert len(replies[2]["ns"]) == 1
 
 
 def test_a_worker_whose_build_fails_says_why(monkeypatch):
     monkeypatch.setattr(fake_adapter, "FAIL_IN_BUILD", MemoryError("out of memory in build"))
-    replies = serve(monkeypatch, [{"warm": True}])
+    replies = serve(monkeypatch, [{"warm": 64}])
     assert replies == [{"failed": replies[0]["failed"]}]
     assert replies[0]["failed"]["error_message"] == "out of memory in build"
 
@@ -269,38 +287,47 @@ TINY = {
     "modes": {"torch": ["eager"]},
     "architectures": ["mlp"],
     "dims": {"mlp": {"input": 8, "hidden": [8], "classes": 3}},
-    "batch_sizes": [2],
+    "batch_sizes": [2, 4],
     "threads": 1,
     "bench": {"warmup": 2, "repeats": 3, "min_sample_s": 0.0005, "timeout_s": 120},
-    "rounds": {"batches": [2], "sets": 2, "rounds": 3},
+    "rounds": {"batches": [2, 4], "sets": 2, "rounds": 3},
 }
 
 
+def tiny_request(plan, batch=2):
+    cell = dict(system="local", framework="torch", mode="eager", arch="mlp", batch=batch)
+    return plan.cell_request(cell | {"version": plan.version("local", "torch")})
+
+
 @pytest.mark.torch
-def test_the_rounds_alternate_fresh_workers_and_record_a_failed_variant(tmp_path):
-    """torch eager twice (one of them failing on purpose in its build): two sets of fresh
-    workers; the failing one is recorded with its error, the other measured in every round."""
+def test_the_rounds_alternate_fresh_workers_at_every_batch_and_record_a_failed_variant(tmp_path):
+    """torch eager twice (one of them failing on purpose in its build), each worker serving
+    batches 2 and 4: two sets of fresh workers, a rounds file per batch; the failing one is
+    recorded with its error, the other measured in every round at both batches."""
     plan = plan_of(TINY)
-    cell = dict(system="local", framework="torch", mode="eager", arch="mlp", batch=2)
-    request = plan.cell_request(cell | {"version": plan.version("local", "torch")})
-    failing = dataclasses.replace(request, inject_failure=True)
-    variants = [Variant(request, sys.executable), Variant(failing, sys.executable)]
-    outs = [str(tmp_path / f"set{k}.nc") for k in (1, 0)]
-    for k, out in zip((1, 0), outs, strict=True):
-        run_rounds(variants, k, 3, 0, str(tmp_path / "lock"), out)
-    assert read_rounds(outs[0])["set"].values.tolist() == [1]
-    (ds,) = rounds_by_system(outs)["local"]  # one row: its sets joined in one table
-    assert ds.sizes == {"variant": 2, "set": 2, "round": 3, "sample": 2}
-    assert ds["status"].values.tolist() == [[STATUS_OK] * 2, [STATUS_FAILED] * 2]
-    assert "bench.inject_failure" in str(ds["error_message"].values[1, 0])
-    assert np.isfinite(ds["latency_s"].values[0]).all()
-    assert np.isnan(ds["latency_s"].values[1]).all()
-    assert (ds["position"].values[0] == 0).all()  # alone in its rounds
-    assert ds.attrs["round_wall_s"] > 0 and ds["start_utc"].values[0] > ds["start_utc"].values[1]
-    for name in (R.setup_s, R.first_call_warm_s):
-        values = ds[name].values
-        assert (values[0] > 0).all() and np.isnan(values[1]).all(), name
-    assert (ds[R.first_call_warm_s].values[0] < ds[R.setup_s].values[0]).all()
+    requests = tuple(tiny_request(plan, batch) for batch in (2, 4))
+    failing = tuple(dataclasses.replace(r, inject_failure=True) for r in requests)
+    variants = [Variant(requests, sys.executable), Variant(failing, sys.executable)]
+    outs = {k: {b: str(tmp_path / f"b{b}-set{k}.nc") for b in (2, 4)} for k in (1, 0)}
+    for k in (1, 0):
+        written = run_rounds(variants, k, 3, 0, str(tmp_path / "lock"), outs[k])
+        assert [ds.attrs["batch"] for ds in written] == [2, 4]
+    assert read_rounds(outs[0][4])["set"].values.tolist() == [0]
+    rows = rounds_by_system([path for k in (0, 1) for path in outs[k].values()])["local"]
+    assert sorted(int(ds.attrs["batch"]) for ds in rows) == [2, 4]  # a table per batch
+    for ds in rows:
+        assert ds.sizes == {"variant": 2, "set": 2, "round": 3, "sample": 2}
+        assert ds["status"].values.tolist() == [[STATUS_OK] * 2, [STATUS_FAILED] * 2]
+        assert "bench.inject_failure" in str(ds["error_message"].values[1, 0])
+        assert np.isfinite(ds["latency_s"].values[0]).all()
+        assert np.isnan(ds["latency_s"].values[1]).all()
+        assert (ds["position"].values[0] == 0).all()  # alone in its rounds
+        assert ds.attrs["round_wall_s"] > 0
+        assert ds["start_utc"].values[0] > ds["start_utc"].values[1]
+        for name in (R.setup_s, R.first_call_warm_s):
+            values = ds[name].values
+            assert (values[0] > 0).all() and np.isnan(values[1]).all(), name
+        assert (ds[R.first_call_warm_s].values[0] < ds[R.setup_s].values[0]).all()
 
 
 def _cores_of_threads(pid: int) -> set[tuple[int, ...]]:
@@ -319,11 +346,16 @@ def test_a_worker_built_beside_the_timed_core_moves_every_thread_there():
     """Built on the second core while the first is the timed one: once it says built, every
     one of its threads (torch's included) may run on the timed core only."""
     timed, away = core_slots(1)[:2]
-    plan = plan_of(TINY)
-    cell = dict(system="local", framework="torch", mode="eager", arch="mlp", batch=2)
-    request = plan.cell_request(cell | {"version": plan.version("local", "torch")})
+    request = tiny_request(plan_of(TINY))
     worker = subprocess.Popen(
-        [sys.executable, "-m", "fwbench.measure.turns", request.to_json(), "", str(away[0])],
+        [
+            sys.executable,
+            "-m",
+            "fwbench.measure.turns",
+            json.dumps([request.to_json()]),
+            "",
+            str(away[0]),
+        ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -339,46 +371,53 @@ def test_a_worker_built_beside_the_timed_core_moves_every_thread_there():
 # --- the plan -------------------------------------------------------------------------------
 
 
-def test_the_plan_has_one_rounds_job_per_architecture_rounds_batch_and_set():
-    plan = plan_of({"batch_sizes": [1, 32]}, base=DEFAULT)  # the default: the table batch
+def test_the_plan_has_one_rounds_job_per_architecture_and_set_and_a_file_per_batch():
+    plan = plan_of({"batch_sizes": [1, 32]}, base=DEFAULT)  # the default: every swept batch
+    assert plan.rounds_batches == [1, 32]
     assert plan.rounds_files() == [
-        f"results/rounds/local/{arch}/b32/set{k}.nc"
+        f"results/rounds/local/{arch}/b{batch}/set{k}.nc"
         for k in range(3)
         for arch in plan.config["architectures"]
+        for batch in (1, 32)
     ]
-    wildcards = {"system": "local", "arch": "mlp", "batch": "32", "set": "2"}
+    wildcards = {"system": "local", "arch": "mlp", "set": "2"}
+    assert plan.rounds_outputs(wildcards) == [
+        "results/rounds/local/mlp/b1/set2.nc",
+        "results/rounds/local/mlp/b32/set2.nc",
+    ]
     *variants, control = plan.rounds_variants(wildcards)
     assert control.pop("replica") == 1 and control in variants  # the A/A control's second worker
     modes = [(fw, m) for fw in plan.frameworks for m in plan.config["modes"][fw]]
-    # every mode in float32, every mode but litert in bfloat16, each deployment path in the
-    # quantization its users pick first: the 3 runtime paths in int8, torch's compiled and aoti
-    # in int8_static
-    assert len(variants) == 2 * len(modes) - 1 + 3 + 2 == len(plan.rounds_cells(wildcards))
-    requests = [json.loads(v["request"]) for v in variants]
-    first = requests[0]
-    assert (first["framework"], first["mode"], first["batch"], first["process"]) == (
-        *modes[0],
-        32,
-        0,
-    )
-    bf16 = [v for v, r in zip(variants, requests, strict=True) if r.get("precision") == "bfloat16"]
-    assert len(bf16) == len(modes) - 1 and all(v["cell"].endswith("b32-bf16.nc") for v in bf16)
-    int8 = [v for v, r in zip(variants, requests, strict=True) if r.get("precision") == "int8"]
-    assert sorted(v["cell"].rsplit("/", 3)[1:] for v in int8) == [
+    # every mode in float32 at both batches; at the table batch alone (precision.batches),
+    # every mode but litert in bfloat16, each deployment path in the quantization its users
+    # pick first: the 3 runtime paths in int8, torch's compiled and aoti in int8_static
+    served = [[b["batch"] for b in v["batches"]] for v in variants]
+    assert served == [[1, 32]] * len(modes) + [[32]] * (len(modes) - 1 + 3 + 2)
+    assert sum(map(len, served)) == len(plan.rounds_cells(wildcards))
+    first = [json.loads(b["request"]) for b in variants[0]["batches"]]
+    assert [(r["framework"], r["mode"], r["batch"], r["process"]) for r in first] == [
+        (*modes[0], 1, 0),
+        (*modes[0], 32, 0),
+    ]
+    at32 = [v["batches"][-1] for v in variants]
+    requests = [json.loads(b["request"]) for b in at32]
+    bf16 = [b for b, r in zip(at32, requests, strict=True) if r.get("precision") == "bfloat16"]
+    assert len(bf16) == len(modes) - 1 and all(b["cell"].endswith("b32-bf16.nc") for b in bf16)
+    int8 = [b for b, r in zip(at32, requests, strict=True) if r.get("precision") == "int8"]
+    assert sorted(b["cell"].rsplit("/", 3)[1:] for b in int8) == [
         ["litert", "mlp", "b32-int8.nc"],
         *[["onnxrt", "mlp", "b32-int8.nc"]] * 2,
     ]
-    static = [
-        v for v, r in zip(variants, requests, strict=True) if r.get("precision") == "int8_static"
-    ]
-    assert sorted(v["cell"].rsplit("/", 3)[1] for v in static) == ["aoti", "compiled"]
-    exports = [v for v in variants if v["artifact"]]
-    artifacts = {v["artifact"].rsplit("/", 1)[1] for v in exports}
+    static = [b for b, r in zip(at32, requests, strict=True) if r.get("precision") == "int8_static"]
+    assert sorted(b["cell"].rsplit("/", 3)[1] for b in static) == ["aoti", "compiled"]
+    artifacts = {b["artifact"].rsplit("/", 1)[1] for b in at32 if b["artifact"]}
     assert artifacts == {"mlp.json", "mlp-bf16.json", "mlp-int8.json", "mlp-int8-static.json"}
 
 
-def test_the_default_rounds_batch_is_the_table_batch_or_the_nearest_swept():
-    assert plan_of({"batch_sizes": [1, 8, 64]}, base=DEFAULT).rounds_batches == [64]
+def test_the_rounds_batches_are_every_swept_one_the_table_batch_or_a_list():
+    assert plan_of({"batch_sizes": [1, 8, 64]}, base=DEFAULT).rounds_batches == [1, 8, 64]
+    table = {"batch_sizes": [1, 8, 64], "rounds": {"batches": "table"}}
+    assert plan_of(table, base=DEFAULT).rounds_batches == [64]  # the nearest to 32
     assert plan_of({"rounds": {"batches": []}}, base=DEFAULT).rounds_files() == []
 
 
@@ -386,41 +425,40 @@ def test_a_rounds_batch_must_be_swept():
     with pytest.raises(ValueError, match=r"rounds.batches names \[64\], not in batch_sizes"):
         plan_of({"batch_sizes": [1, 32], "rounds": {"batches": [64]}}, base=DEFAULT)
     plan = plan_of({"batch_sizes": [1, 32], "rounds": {"batches": [32]}}, base=DEFAULT)
-    with pytest.raises(ValueError, match="batch 1 is not a rounds batch"):
-        plan.rounds_variants({"system": "local", "arch": "mlp", "batch": "1", "set": "0"})
     with pytest.raises(ValueError, match=r"set 3 of the rounds: rounds.sets is 3 \(sets 0-2\)"):
-        plan.rounds_variants({"system": "local", "arch": "mlp", "batch": "32", "set": "3"})
+        plan.rounds_variants({"system": "local", "arch": "mlp", "set": "3"})
     with pytest.raises(ValueError, match=r"rounds.architectures names \['vit'\]"):
         plan_of({"rounds": {"architectures": ["vit"]}}, base=DEFAULT)
-    only_mlp = plan_of({"rounds": {"architectures": ["mlp"]}}, base=DEFAULT)
+    only_mlp = plan_of({"rounds": {"architectures": ["mlp"], "batches": [32]}}, base=DEFAULT)
     assert only_mlp.rounds_files(set_index=0) == ["results/rounds/local/mlp/b32/set0.nc"]
     with pytest.raises(ValueError, match="'cnn' is not measured in rounds"):
-        only_mlp.rounds_variants({"system": "local", "arch": "cnn", "batch": "32", "set": "0"})
+        only_mlp.rounds_variants({"system": "local", "arch": "cnn", "set": "0"})
 
 
 def test_every_rows_sets_run_at_moments_of_their_own_after_its_cells():
-    """The rounds' input cells run first; then the rounds' jobs set-major, the first right
-    after the inputs, the last at the very end, each of the others after its own even share
-    of the other cells: no two jobs back to back, so no two tables' sets share a moment."""
+    """Every rounds job after all its input cells; a row's sets in order, at least a fifteenth
+    of the sweep apart (the last row's, in the tail of cells no rounds job needs); no two jobs
+    back to back (no two tables' sets share a moment); the last set at the very end; the cells
+    keep their seeded shuffle."""
     plan = plan_of({"batch_sizes": [1, 8, 32, 128]}, base=DEFAULT)
     place = {path: len(plan.order) - p for path, p in plan.priorities.items()}  # 0 = first
     assert sorted(place.values()) == list(range(len(plan.order)))
-    inputs = set(plan.rounds_inputs())
-    assert {path for path in plan.order[: len(inputs)]} == inputs
-    jobs = [f for k in range(plan.rounds_sets) for f in plan.rounds_files(set_index=k)]
-    assert len(jobs) == 3 * len(plan.config["architectures"])
-    assert [place[job] for job in jobs] == sorted(place[job] for job in jobs)
-    assert place[jobs[0]] == len(inputs) and plan.order[-1] == jobs[-1]
-    others = len(plan.cell_files) - len(inputs)
-    gaps = [place[b] - place[a] - 1 for a, b in zip(jobs, jobs[1:], strict=False)]
-    assert sum(gaps) == others and max(gaps) - min(gaps) <= 1, gaps
-    assert plan.ahead_of_bench > len(plan.order)
-    wildcards = {"system": "local", "arch": "cnn", "batch": "32", "set": "2"}
+    assert sorted(p for p in plan.order if "/rounds/" not in p) == sorted(plan.cell_files)
+    jobs = {(job["arch"], job["set"]): plan.rounds_outputs(job)[0] for job in plan.rounds_jobs()}
     assert (
-        plan.rounds_priority(wildcards) == plan.priorities["results/rounds/local/cnn/b32/set2.nc"]
+        len(jobs) == 3 * len(plan.config["architectures"]) == len(plan.order) - len(plan.cell_files)
     )
-    # the other cells keep their seeded shuffle
-    rest = [path for path in plan.order if path not in inputs and "/rounds/" not in path]
+    for (arch, k), job in jobs.items():
+        cells = plan.rounds_cells({"system": "local", "arch": arch})
+        assert max(place[cell] for cell in cells) < place[job], (arch, k)
+        if k:
+            assert place[job] - place[jobs[arch, k - 1]] > len(plan.order) / 15, (arch, k)
+    ordered = sorted(place[job] for job in jobs.values())
+    assert min(b - a for a, b in zip(ordered, ordered[1:], strict=False)) > 1
+    assert plan.order[-1] in jobs.values() and plan.ahead_of_bench > len(plan.order)
+    wildcards = {"system": "local", "arch": "cnn", "set": "2"}
+    assert plan.rounds_priority(wildcards) == plan.priorities[jobs["cnn", 2]]
+    rest = [path for path in plan.order if "/rounds/" not in path]
     assert rest != sorted(rest, key=plan.cell_files.index)
 
 
@@ -466,7 +504,7 @@ def test_a_schema_2_rounds_files_warm_first_call_reads_under_its_own_name(tmp_pa
 
 def test_each_rows_aa_control_is_one_of_its_variants_the_same_in_every_set_drawn_per_row():
     plan = plan_of({"batch_sizes": [32]}, base=DEFAULT)
-    row = {"system": "local", "batch": "32"}
+    row = {"system": "local"}
     chosen = {}
     for arch in plan.config["architectures"]:
         sets = [plan.rounds_variants(row | {"arch": arch, "set": str(k)}) for k in range(3)]

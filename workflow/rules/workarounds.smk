@@ -51,8 +51,8 @@ BENCH_COMMAND = (
 ROUNDS_COMMAND = (
     'PYTHONPATH="$FWBENCH_LIBRARY${{PYTHONPATH:+:$PYTHONPATH}}" "$FWBENCH_PYTHON" '
     '"$FWBENCH_LIBRARY/scripts/rounds.py" --variants {params.variants:q} '
-    "--set {wildcards.set} --rounds {params.rounds} --seed {params.seed} "
-    '--lock "$FWBENCH_TIMING_LOCK" --log {log:q} {output:q}'
+    "--batches {params.batches} --set {wildcards.set} --rounds {params.rounds} "
+    '--seed {params.seed} --lock "$FWBENCH_TIMING_LOCK" --log {log:q} {output:q}'
 )
 # The export job, a shell job for the same reason.
 EXPORT_COMMAND = (

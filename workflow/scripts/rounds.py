@@ -1,10 +1,12 @@
 """The `rounds` job (fwbench.measure.rounds), run by the rule's shell command.
 
-    rounds.py --variants JSON --set K --rounds R --seed N|fresh --lock PATH --log PATH OUTPUT
+    rounds.py --variants JSON --batches B1,B2,... --set K --rounds R --seed N|fresh
+              --lock PATH --log PATH OUTPUT...
 
---variants is the plan's list (fwbench.plan.rounds.RoundsPlan.rounds_variants): per variant
-its cell's request, its artifact manifest, its process-0 cell file (whose `python` starts
-the variant's worker) and, for the A/A control's second worker, "replica": 1. --seed fresh
+--variants is the plan's list (fwbench.plan.rounds.RoundsPlan.rounds_variants): per variant's
+worker, per batch it serves its cell's request, its artifact manifest and its process-0 cell
+file (whose `python` starts the worker) and, for the A/A control's second worker,
+"replica": 1. The OUTPUTs are the batches' rounds files, in --batches' order. --seed fresh
 draws the set's order seed now (config rounds.order_seed); the rounds file records the seed
 either way.
 """
@@ -25,17 +27,25 @@ parser.add_argument("--rounds", type=int, required=True)
 parser.add_argument("--seed", type=order_seed, required=True, help='an integer or "fresh"')
 parser.add_argument("--lock", required=True, help="the host's timing lock file")
 parser.add_argument("--log", required=True, help="the job's log file")
-parser.add_argument("output", help="the rounds file to write")
+parser.add_argument("--batches", required=True, help="the OUTPUTs' batches, comma-separated")
+parser.add_argument("outputs", nargs="+", help="each batch's rounds file, in --batches' order")
 args = parser.parse_args()
+batches = [int(batch) for batch in args.batches.split(",")]
+if len(batches) != len(args.outputs):
+    parser.error(f"--batches names {len(batches)} batches for {len(args.outputs)} outputs")
 with job_log(args.log):
     variants = [
         Variant(
-            CellRequest.from_json(v["request"], lock=args.lock, artifact=v["artifact"]),
-            python_of(read_cell_record(v["cell"]).attrs),
+            tuple(
+                CellRequest.from_json(b["request"], lock=args.lock, artifact=b["artifact"])
+                for b in v["batches"]
+            ),
+            python_of(read_cell_record(v["batches"][0]["cell"]).attrs),
             v.get("replica", 0),
         )
         for v in json.loads(args.variants)
     ]
-    run_rounds(variants, args.set, args.rounds, args.seed, args.lock, args.output)
+    outputs = dict(zip(batches, args.outputs, strict=True))
+    run_rounds(variants, args.set, args.rounds, args.seed, args.lock, outputs)
 flush_all()
 os._exit(0)

@@ -18,8 +18,9 @@ with two, γ = 1). ε holds what differs between fresh processes of a variant (l
 compile) and the median's own sampling error; its variance σ²[v] is the variant's own (an eager
 mode's processes differ by several per cent where an ONNX Runtime session's agree within a few
 tenths: self_measurement/rounds_design.py), estimated from its residuals alone, pooled over the
-system's tables that measured the variant (each S − 2 dof; S − 1 with two sets): a variant is
-one framework, mode and precision on one machine, its spread between fresh processes its own.
+system's tables at the batch that measured the variant (each S − 2 dof; S − 1 with two sets): a
+variant is one framework, mode and precision on one machine, its spread between fresh processes
+at a batch its own (pooled_by_batch).
 An earlier model shrank each σ² towards the table's median one; with spreads unalike by
 variant (3% eager, 0.3% ONNX Runtime) that halved an eager variant's σ and widened a quiet
 pair's: simulated coverage 87–91% and 99% (self_measurement/rounds_coverage.py).
@@ -27,10 +28,12 @@ pair's: simulated coverage 87–91% and 99% (self_measurement/rounds_coverage.py
 The log speedup of B over A is μ̂[A] − μ̂[B] (each the mean over the sets): the ratio at the
 mean of the states the sweep's sets visited, an estimate of the one at the machine's mean
 state. Its error has two parts: the processes', (σ²[A] + σ²[B]) / S, and the states': the
-sweep's S sets are a sample of the machine's states, whose variance τ² is pooled over every
-table of the system (each table's Σ b[s]² / (S − 1): the same machine over the same sweep; the
-plan runs every table's sets at moments of their own, fwbench.plan.sweep.Plan.order, so the
-tables' b are independent draws and the pooled dof are earned), so
+sweep's S sets are a sample of the machine's states, whose variance τ² is pooled over the
+system's tables at the batch (each table's Σ b[s]² / (S − 1): the same machine over the same
+sweep; the plan runs every architecture's sets at moments of their own,
+fwbench.plan.sweep.Plan.order, so the tables' b are independent draws and the pooled dof are
+earned; one job measures an architecture's set at every batch, so tables at other batches
+share its moments and are not pooled with it), so
 (γ[A] − γ[B])² τ² / S, with (γ̂[A] − γ̂[B])² less its expected estimation error
 (σ²[A] + σ²[B]) / Σ b[s]² (at least 0). Two variants that respond alike to the machine (two
 ONNX Runtime sessions, two XLA paths) get a narrow CI, two that respond unalike a wide one:
@@ -200,6 +203,19 @@ def pooled(blocks: list[Block]) -> list[Block]:
     ]
 
 
+def pooled_by_batch(blocks: dict[tuple[str, int], Block]) -> dict[tuple[str, int], Block]:
+    """The (arch, batch) tables pooled batch by batch: a variant's spread between fresh
+    processes and the machine's state variance pooled over the architectures measured at one
+    batch (each of their sets a job at a moment of its own, Plan.order), not across batches:
+    one job measures an architecture's set at every batch, so its batches' tables share their
+    moments, and a variant's spread at batch 1 need not be its spread at batch 128."""
+    found: dict[tuple[str, int], Block] = {}
+    for batch in sorted({batch for _, batch in blocks}):
+        rows = [row for row in blocks if row[1] == batch]
+        found.update(zip(rows, pooled([blocks[row] for row in rows]), strict=True))
+    return {row: found[row] for row in blocks}
+
+
 class Rounds:
     """One system's rounds, by (arch, batch); each block holds the variants (framework, mode,
     precision) its rounds measured together, float32's and, where the rounds ran them, the low
@@ -217,8 +233,7 @@ class Rounds:
             if block is not None:
                 self.blocks[row] = block
             self._add_workers(row, ds)
-        rows = list(self.blocks)
-        self.blocks = dict(zip(rows, pooled(list(self.blocks.values())), strict=True))
+        self.blocks = pooled_by_batch(self.blocks)
         # per (row, variant) of the tables that fitted the state: γ² (Block.state_share)
         self.state_shares = {
             (row, v): block.state_share(v)

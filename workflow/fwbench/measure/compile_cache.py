@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from fwbench import frameworks
@@ -111,9 +112,10 @@ def _cold(request: CellRequest | ExportRequest, scratch: str) -> tuple[dict[str,
     return local, "cold: an empty cache directory" + _seeded(request, local)
 
 
-def prepare(request: CellRequest, scratch: str) -> tuple[dict[str, str], str]:
+def prepare(request: CellRequest, scratch: str, merge: bool = False) -> tuple[dict[str, str], str]:
     """The cache variables for the cell's process (directories under `scratch`), seeded for
-    process 0 and filled from process 0's cache for later processes; and what the cell records
+    process 0 and filled from process 0's cache for later processes (`merge`: into
+    directories another batch's cache may have filled already); and what the cell records
     of them."""
     if request.process == 0:
         local, note = _cold(request, scratch)
@@ -126,8 +128,24 @@ def prepare(request: CellRequest, scratch: str) -> tuple[dict[str, str], str]:
         return local, "cold: process 0 left no cache (it had not run, or failed)"
     for name, path in local.items():
         if (shared / name.lower()).is_dir():
-            shutil.copytree(shared / name.lower(), path)
+            shutil.copytree(shared / name.lower(), path, dirs_exist_ok=merge)
     return local, f"warm: a copy of process 0's on-disk cache ({shared})"
+
+
+def worker_dirs(
+    requests: Sequence[CellRequest],
+) -> contextlib.AbstractContextManager[tuple[str, str]]:
+    """As private_dirs, for a rounds worker serving several batches of one variant: one
+    private cache holding a copy of each batch's process-0 cache (the caches' entries are
+    keyed by what they compiled, so the batches' sit side by side)."""
+
+    def caches(scratch: str) -> tuple[dict[str, str], str]:
+        notes = [prepare(request, scratch, merge=True)[1] for request in requests]
+        local = cache_dirs(requests[0].framework, scratch)
+        batches = ", ".join(f"b{r.batch}: {note}" for r, note in zip(requests, notes, strict=True))
+        return local, notes[0] if len(notes) == 1 else batches
+
+    return scratch_dirs("fwbench-rounds-", caches)
 
 
 def keep(request: CellRequest, scratch: str) -> None:

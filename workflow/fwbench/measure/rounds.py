@@ -3,19 +3,23 @@ ratio between two variants comes from samples taken moments apart and the machin
 (this VM's last-level cache changes speed for seconds at a time: self_measurement/
 drift_timescale.py) cancels from it.
 
-A job measures one set and holds the host's timing lock throughout; the plan spreads a row's
-sets over the sweep (fwbench.plan.sweep.Plan.order). It starts one worker process per variant
-(fwbench.measure.turns: its own framework alone, with the Python its cell ran with, so its
-conda env under `--sdm conda`; built as a cell's later process, from the cell's warm compile
-cache), side by side on the host's core groups while nothing is timed; asks each in turn for
-its warm-up on the timed cores; then runs `rounds` rounds, each variant taking one turn per
-round in an order shuffled every round (seeded per set, by a seed drawn fresh per job unless
-config rounds.order_seed fixes one: two sweeps replay no order), the others blocked on their
-pipes. A turn is two samples back to back: `after_switch` (right after another variant: the
-cost of a turn is its ratio to the next) and `warm`, the one the ratios use. Fresh sets at different
-times of the sweep keep the variation between processes (layout, allocator, compile) and
-between the sweep's moments in the ratios' CIs (fwbench.analysis.rounds). A variant whose
-worker fails is recorded with its error; the others go on.
+A job measures one set of one architecture at every rounds batch and holds the host's timing
+lock throughout; the plan spreads a row's sets over the sweep (fwbench.plan.sweep.Plan.order).
+It starts one worker process per variant (fwbench.measure.turns: its own framework alone, with
+the Python its cells ran with, so its conda env under `--sdm conda`; built as a cell's later
+process at each batch it serves, from the cells' warm compile caches, so a framework's import
+and start-up are paid once per set, not once per batch), side by side on the host's core groups
+while nothing is timed. Then, batch by batch in an order shuffled per set, it asks each worker
+serving the batch in turn for its warm-up there on the timed cores, and runs `rounds` rounds,
+each variant taking one turn per round in an order shuffled every round (seeded per set and
+batch, by a seed drawn fresh per job unless config rounds.order_seed fixes one: two sweeps
+replay no order), the others blocked on their pipes. A turn is two samples back to back:
+`after_switch` (right after another variant: the cost of a turn is its ratio to the next) and
+`warm`, the one the ratios use. Fresh sets at different times of the sweep keep the variation
+between processes (layout, allocator, compile) and between the sweep's moments in the ratios'
+CIs (fwbench.analysis.rounds). Each batch's rounds go to a rounds file of their own. A variant
+whose worker fails is recorded with its error (at one batch where only that batch failed); the
+others go on.
 """
 
 from __future__ import annotations
@@ -45,14 +49,24 @@ from fwbench.rng import seeded_rng
 
 @dataclass(frozen=True)
 class Variant:
-    request: CellRequest
-    python: str  # the interpreter its cell ran with (the cell file's `python`)
+    """One variant's worker: its cell's request at each batch it serves (alike but for the
+    batch), the Python its cells ran with, and whether it is the A/A control's second one."""
+
+    requests: tuple[CellRequest, ...]
+    python: str  # the interpreter its cells ran with (the cell file's `python`)
     replica: int = 0  # 1: the A/A control's second worker of the variant
 
     @property
     def name(self) -> str:
-        request = self.request
+        request = self.requests[0]
         return variant_name(request.framework, request.mode, request.precision, self.replica)
+
+    @property
+    def batches(self) -> list[int]:
+        return [request.batch for request in self.requests]
+
+    def at(self, batch: int) -> CellRequest:
+        return next(request for request in self.requests if request.batch == batch)
 
 
 class WorkerFailed(RuntimeError):
@@ -63,15 +77,15 @@ class Worker:
     """One variant's worker process and its pipe."""
 
     def __init__(self, variant: Variant, set_index: int, build_cores: list[int]):
-        request = replace(variant.request, process=set_index + 1)  # a warm compile cache
-        self.timeout_s = request.timeout_s
+        requests = [replace(r, process=set_index + 1) for r in variant.requests]  # warm caches
+        self.timeout_s = max(request.timeout_s for request in requests)
         self.process = subprocess.Popen(
             [
                 variant.python,
                 "-m",
                 "fwbench.measure.turns",
-                request.to_json(),
-                request.artifact or "",
+                json.dumps([request.to_json() for request in requests]),
+                requests[0].artifact or "",
                 ",".join(str(core) for core in build_cores),
             ],
             stdin=subprocess.PIPE,
@@ -114,11 +128,14 @@ class Worker:
 
 @dataclass
 class Record:
-    """What one set of the rounds measured, per variant."""
+    """What one set of the rounds measured at one batch, per variant serving it (`members`:
+    their indices among the set's workers)."""
 
     variants: list[Variant]
+    members: list[int]
     set_index: int
     rounds: int
+    batch: int
 
     def __post_init__(self) -> None:
         shape = (len(self.variants),)
@@ -132,28 +149,67 @@ class Record:
         self.round_wall_s: list[float] = []
         self.start_utc = ""
 
-    def fail(self, v: int, error: Exception) -> None:
-        self.status[v] = STATUS_FAILED
-        self.error[v] = str(error)
+    def fail(self, v: int, error: Exception | str) -> None:
+        """Record the set's worker `v` failed at this batch (once: its first error)."""
+        i = self.members.index(v)
+        if self.status[i] == STATUS_FAILED:
+            return
+        self.status[i] = STATUS_FAILED
+        self.error[i] = str(error)
         print(
-            f"fwbench rounds: {self.variants[v].name}, set {self.set_index}: {error}",
+            f"fwbench rounds: {self.variants[i].name}, b{self.batch}, set {self.set_index}: "
+            f"{error}",
             file=sys.stderr,
         )
 
 
-def _built(record: Record) -> dict[int, Worker]:
+@dataclass
+class SetRun:
+    """One set: its workers (every variant of the row, each serving its batches) and a Record
+    per batch."""
+
+    variants: list[Variant]
+    set_index: int
+    records: dict[int, Record]
+    workers: dict[int, Worker]
+    build_s: dict[int, float]
+
+    @classmethod
+    def of(cls, variants: list[Variant], set_index: int, rounds: int, batches: list[int]):
+        records = {}
+        for batch in batches:
+            members = [v for v, variant in enumerate(variants) if batch in variant.batches]
+            records[batch] = Record(
+                [variants[v] for v in members], members, set_index, rounds, batch
+            )
+        return cls(variants, set_index, records, {}, {})
+
+    def fail(self, v: int, error: Exception | str, batches: list[int] | None = None) -> None:
+        """Worker `v` failed at `batches` (every batch it serves by default)."""
+        for batch in self.variants[v].batches if batches is None else batches:
+            if batch in self.records:
+                self.records[batch].fail(v, error)
+
+    def drop(self, v: int, error: Exception, batch: int) -> None:
+        """Worker `v` ended at `batch`: failed there and at every batch it had yet to serve."""
+        del self.workers[v]
+        self.fail(v, error, [batch])
+        self.fail(v, f"the worker ended at batch {batch}: {error}")
+
+
+def _built(run: SetRun) -> None:
     """The set's workers, built side by side, one on each of the host's core groups (nothing
     is timed meanwhile: the cost of a set is mostly its workers' start-up); each moves to the
-    timed cores once built (fwbench.measure.turns)."""
-    waiting = list(enumerate(record.variants))
-    free = core_slots(record.variants[0].request.threads) or [[]]
+    timed cores once built (fwbench.measure.turns). A batch whose build failed is recorded
+    failed; the worker serves the others."""
+    waiting = list(enumerate(run.variants))
+    free = core_slots(run.variants[0].requests[0].threads) or [[]]
     building: dict[int, tuple[Worker, float, list[int]]] = {}
-    built: dict[int, Worker] = {}
     while waiting or building:
         while waiting and free:
             v, variant = waiting.pop(0)
             cores = free.pop(0)
-            building[v] = (Worker(variant, record.set_index, cores), time.perf_counter(), cores)
+            building[v] = (Worker(variant, run.set_index, cores), time.perf_counter(), cores)
         streams = {worker.process.stdout: v for v, (worker, _, _) in building.items()}
         timeout_s = max(worker.timeout_s for worker, _, _ in building.values())
         ready, _, _ = select.select(list(streams), [], [], timeout_s)
@@ -164,64 +220,75 @@ def _built(record: Record) -> dict[int, Worker]:
                 if not ready:
                     worker.close()
                     raise WorkerFailed(f"no answer within bench.timeout_s={timeout_s} s")
-                worker.read()  # {"built": ...} or the worker's {"failed": ...}
-                built[v] = worker
-                record.setup_s[v] = time.perf_counter() - start
+                built = worker.read()["built"]  # or the worker's {"failed": ...}
+                run.workers[v] = worker
+                run.build_s[v] = time.perf_counter() - start
+                for batch, error in built.get("failed_batches", {}).items():
+                    run.fail(v, error, [int(batch)])
             except WorkerFailed as error:
-                record.fail(v, error)
-    return dict(sorted(built.items()))
+                run.fail(v, error)
+    run.workers = dict(sorted(run.workers.items()))
 
 
-def _start(record: Record) -> dict[int, Worker]:
-    """The set's workers, built and then warmed one after the other on the timed cores (each
-    warm-up starts with the worker's first call, timed: nothing else runs then)."""
-    workers = {}
-    start_set = time.perf_counter()
-    for v, worker in _built(record).items():
+def _warm(run: SetRun, batch: int) -> list[int]:
+    """The workers serving `batch` (built there), warmed one after the other on the timed
+    cores (each warm-up starts with the worker's first call at the batch, timed: nothing
+    else runs then); the ones warmed."""
+    record = run.records[batch]
+    warmed = []
+    for i, v in enumerate(record.members):
+        if v not in run.workers or record.status[i] == STATUS_FAILED:
+            continue
         start = time.perf_counter()
         try:
-            warmed = worker.ask({"warm": True})
-            record.calls[v], record.first_call_s[v] = warmed["calls"], warmed["first_call_s"]
-            workers[v] = worker
+            reply = run.workers[v].ask({"warm": batch})
         except WorkerFailed as error:
-            record.fail(v, error)
+            run.drop(v, error, batch)
             continue
-        record.setup_s[v] += time.perf_counter() - start
+        record.calls[i], record.first_call_s[i] = reply["calls"], reply["first_call_s"]
+        record.setup_s[i] = run.build_s[v] + time.perf_counter() - start
+        warmed.append(v)
+    return warmed
+
+
+def _run_batch(run: SetRun, batch: int, rng: np.random.Generator) -> None:
+    """The set's rounds at one batch: every warmed worker serving it, one turn each per round
+    in an order shuffled every round."""
+    record = run.records[batch]
+    record.start_utc = datetime.now(UTC).isoformat()
+    start_batch = time.perf_counter()
+    turning = _warm(run, batch)
     print(
-        f"fwbench rounds: set {record.set_index}: {len(workers)} workers built and warmed in "
-        f"{time.perf_counter() - start_set:.1f} s",
+        f"fwbench rounds: set {run.set_index}, b{batch}: {len(turning)} workers warmed in "
+        f"{time.perf_counter() - start_batch:.1f} s",
         file=sys.stderr,
     )
-    return workers
-
-
-def _run_set(record: Record, rng: np.random.Generator) -> None:
-    workers = _start(record)
     for r in range(record.rounds):
         start = time.perf_counter()
-        for place, v in enumerate(rng.permutation(sorted(workers))):
-            try:
-                ns = workers[v].ask({"turn": len(SAMPLES)})["ns"]
-            except WorkerFailed as error:
-                record.fail(v, error)
-                del workers[v]
+        for place, v in enumerate(rng.permutation(turning)):
+            if v not in run.workers:
                 continue
-            record.latency_s[v, r] = np.asarray(ns) * 1e-9 / record.calls[v]
-            record.position[v, r] = place
+            i = record.members.index(v)
+            try:
+                ns = run.workers[v].ask({"turn": len(SAMPLES), "batch": batch})["ns"]
+            except WorkerFailed as error:
+                run.drop(v, error, batch)
+                continue
+            record.latency_s[i, r] = np.asarray(ns) * 1e-9 / record.calls[i]
+            record.position[i, r] = place
         record.round_wall_s.append(time.perf_counter() - start)
-    for worker in workers.values():
-        worker.close()
 
 
 def _dataset(record: Record, seed: int) -> xr.Dataset:
-    first = record.variants[0].request
+    first = record.variants[0].at(record.batch)
     names = [variant.name for variant in record.variants]
+    requests = [variant.at(record.batch) for variant in record.variants]
     coords = {
         "variant": names,
-        "framework": ("variant", [v.request.framework for v in record.variants]),
-        "mode": ("variant", [v.request.mode for v in record.variants]),
-        "precision": ("variant", [v.request.precision for v in record.variants]),
-        "version": ("variant", [next(iter(v.request.versions.values())) for v in record.variants]),
+        "framework": ("variant", [r.framework for r in requests]),
+        "mode": ("variant", [r.mode for r in requests]),
+        "precision": ("variant", [r.precision for r in requests]),
+        "version": ("variant", [next(iter(r.versions.values())) for r in requests]),
         REPLICA: ("variant", [v.replica for v in record.variants]),
         "sample": list(SAMPLES),
         "set": [record.set_index],
@@ -243,7 +310,7 @@ def _dataset(record: Record, seed: int) -> xr.Dataset:
         attrs={
             "system": first.system,
             "arch": first.arch,
-            "batch": first.batch,
+            "batch": record.batch,
             "rounds": record.rounds,
             "seed": seed,
             "threads": first.threads,
@@ -255,20 +322,44 @@ def _dataset(record: Record, seed: int) -> xr.Dataset:
 
 
 def run_rounds(
-    variants: list[Variant], set_index: int, rounds: int, seed: int, lock: str, output: str
-) -> xr.Dataset:
-    """Measure the variants' set `set_index` of `rounds` rounds and write its rounds file."""
+    variants: list[Variant],
+    set_index: int,
+    rounds: int,
+    seed: int,
+    lock: str,
+    outputs: dict[int, str],
+) -> list[xr.Dataset]:
+    """Measure the variants' set `set_index` of `rounds` rounds at each batch of `outputs`
+    (batch: its rounds file), the batches in an order shuffled per set, and write the rounds
+    files; the set's workers are built once and serve every batch."""
     if not variants:
         raise ValueError("the rounds need at least one variant")
-    record = Record(variants, set_index, rounds)
-    first = variants[0].request
-    rng = seeded_rng(seed, f"rounds/{first.system}/{first.arch}/b{first.batch}/set{set_index}")
+    batches = list(outputs)
+    missing = [b for b in batches if not any(b in v.batches for v in variants)]
+    if missing:
+        raise ValueError(f"no variant serves the rounds batches {missing}")
+    run = SetRun.of(variants, set_index, rounds, batches)
+    first = variants[0].requests[0]
+    row = f"rounds/{first.system}/{first.arch}"
     with timing_lock(lock):
-        record.start_utc = datetime.now(UTC).isoformat()
-        _run_set(record, rng)
-    ds = _dataset(record, seed)
-    write_rounds(ds, output)
-    return ds
+        start = time.perf_counter()
+        _built(run)
+        print(
+            f"fwbench rounds: set {set_index}: {len(run.workers)} workers built in "
+            f"{time.perf_counter() - start:.1f} s",
+            file=sys.stderr,
+        )
+        try:
+            for batch in seeded_rng(seed, f"{row}/set{set_index}").permutation(batches):
+                rng = seeded_rng(seed, f"{row}/b{batch}/set{set_index}")
+                _run_batch(run, int(batch), rng)
+        finally:
+            for worker in run.workers.values():
+                worker.close()
+    found = [_dataset(run.records[batch], seed) for batch in batches]
+    for ds, batch in zip(found, batches, strict=True):
+        write_rounds(ds, outputs[batch])
+    return found
 
 
 def order_seed(text: str) -> int:

@@ -36,10 +36,11 @@ ARTIFACT = "results/artifacts/{system}/{framework}/{version}/{mode}/{arch}{preci
 ARTIFACT_LOG = "results/logs/export/{system}/{framework}/{version}/{mode}/{arch}{precision_tag}"
 CELL_LOG = "results/logs/bench/{system}/{framework}/{version}/{mode}/{arch}/b{batch}{precision_tag}"
 # One set of the rounds of one (arch, batch): every variant measured in alternation by fresh
-# processes (fwbench.measure.rounds); the sets of a row are jobs of their own, spread over the
-# sweep (fwbench.plan.sweep.Plan.order).
+# processes (fwbench.measure.rounds); one job measures an architecture's set at every rounds
+# batch (a file per batch), its sets jobs of their own, spread over the sweep
+# (fwbench.plan.sweep.Plan.order).
 ROUNDS = "results/rounds/{system}/{arch}/b{batch}/set{set}.nc"
-ROUNDS_LOG = "results/logs/rounds/{system}/{arch}/b{batch}/set{set}.log"
+ROUNDS_LOG = "results/logs/rounds/{system}/{arch}/set{set}.log"  # one job: every rounds batch
 CHECKS = "results/checks/{system}/{framework}/{version}/{name}.csv"
 TRAIN_RUN = (
     "results/train/{system}/{framework}/{version}/{mode}/{model}-{dataset}{precision_tag}.nc"

@@ -99,25 +99,36 @@ class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
 
     @cached_property
     def order(self) -> list[str]:
-        """Every timing job's output (cells, rounds sets) in the order the sweep runs them:
-        the cells in one seeded shuffled order, so drift over the sweep is not confounded with
-        the framework or the mode, except that the rounds' input cells come first; then the
-        rounds' jobs, every row's set at a moment of its own: set-major (every row's set 0,
-        then every row's set 1, ...), the first right after the input cells, the last at the
-        end, the others spread evenly over the other cells. So the spread between a row's sets
-        samples the sweep's hours, not its minutes (two sweeps' ratios differed by more than
-        sets minutes apart: docs/architecture.md), and no two tables' sets share a moment: the
-        state variance pooled over the tables has the dof it claims (fwbench.analysis.rounds;
-        when every row's set k ran back to back, every table sampled the same few moments)."""
+        """Every timing job's output (cells; a rounds job's first) in the order the sweep runs
+        them: the cells in one seeded shuffled order, so drift over the sweep is not confounded
+        with the framework or the mode, cut into one segment per rounds row (system ×
+        architecture, in a seeded order) and S − 1 more: segment i holds row i's input cells
+        (every variant's cell at every rounds batch: the row's jobs need them) and ends with
+        row i's set 0, the last S − 1 share the cells no rounds job needs; row i's set k runs
+        inside segment i + k, spread among its cells, the last set of the last row at the very end. So a row's
+        sets sample the sweep's hours, not its minutes (two sweeps' ratios differed by more
+        than sets minutes apart: docs/architecture.md), no two jobs run back to back, and no
+        two rows' sets share a moment: the state variance pooled over the tables has the dof
+        it claims (fwbench.analysis.rounds; when every row's set k ran back to back, every
+        table sampled the same few moments). Without rounds, the shuffled cells alone."""
         shuffled = seeded_shuffle(self.cell_files, self.seed, "bench order")
-        inputs = set(self.rounds_inputs())
-        rest = [path for path in shuffled if path not in inputs]
-        jobs = [path for k in range(self.rounds_sets) for path in self.rounds_files(set_index=k)]
-        order = [path for path in shuffled if path in inputs] + jobs[:1]
-        gaps = max(1, len(jobs) - 1)
-        for k, job in enumerate(jobs[1:]):
-            order += rest[len(rest) * k // gaps : len(rest) * (k + 1) // gaps] + [job]
-        return order if len(jobs) > 1 else order + rest
+        if not self.rounds_batches:
+            return shuffled
+        rows = seeded_shuffle(self.rounds_jobs(set_index=0), self.seed, "rounds order")
+        inputs = [set(self.rounds_cells(row)) for row in rows]
+        rest = [path for path in shuffled if not any(path in mine for mine in inputs)]
+        tails = self.rounds_sets - 1  # the later sets of the last rows, among the rest
+        order: list[str] = []
+        for i in range(len(rows) + tails):
+            cells = [path for path in shuffled if i < len(rows) and path in inputs[i]]
+            t = i - len(rows)
+            cells += rest[len(rest) * t // tails : len(rest) * (t + 1) // tails] if t >= 0 else []
+            sets = range(self.rounds_sets - 1, -1, -1)  # row i - k's set k; set 0 last
+            jobs = [rows[i - k] | {"set": k} for k in sets if 0 <= i - k < len(rows)]
+            for j, job in enumerate(jobs):
+                order += cells[len(cells) * j // len(jobs) : len(cells) * (j + 1) // len(jobs)]
+                order.append(self.rounds_outputs(job)[0])
+        return order
 
     @cached_property
     def priorities(self) -> dict[str, int]:
@@ -136,8 +147,7 @@ class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
         return self.priorities.get(paths.cell_file(cell, _process(wildcards)), 0)
 
     def rounds_priority(self, wildcards: Mapping[str, Any]) -> int:
-        row = {key: wildcards[key] for key in ("system", "arch", "batch", "set")}
-        return self.priorities.get(paths.ROUNDS.format(**row), 0)
+        return self.priorities.get(self.rounds_outputs(wildcards)[0], 0)
 
     def hardware_files(self) -> list[str]:
         return [paths.HARDWARE.format(system=name) for name in self.systems]
