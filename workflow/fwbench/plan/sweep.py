@@ -99,18 +99,18 @@ class Plan(ExportPlan, RoundsPlan, PrecisionPlan):
 
     @cached_property
     def order(self) -> list[str]:
-        """Every timing job's output (cells; a rounds job's first) in the order the sweep runs
-        them: the cells in one seeded shuffled order, so drift over the sweep is not confounded
-        with the framework or the mode, cut into one segment per rounds row (system ×
-        architecture, in a seeded order) and S − 1 more: segment i holds row i's input cells
-        (every variant's cell at every rounds batch: the row's jobs need them) and ends with
-        row i's set 0, the last S − 1 share the cells no rounds job needs; row i's set k runs
-        inside segment i + k, spread among its cells, the last set of the last row at the very end. So a row's
-        sets sample the sweep's hours, not its minutes (two sweeps' ratios differed by more
-        than sets minutes apart: docs/architecture.md), no two jobs run back to back, and no
-        two rows' sets share a moment: the state variance pooled over the tables has the dof
-        it claims (fwbench.analysis.rounds; when every row's set k ran back to back, every
-        table sampled the same few moments). Without rounds, the shuffled cells alone."""
+        """Every timing job's output (cells; a rounds job's first) in the order the sweep runs them:
+        the cells in one seeded shuffled order, so drift over the sweep is not confounded with the
+        framework or the mode, cut into one segment per rounds row (system × architecture, in a
+        seeded order) and S − 1 more: segment i holds row i's input cells (every variant's cell at
+        every rounds batch: the row's jobs need them) and ends with row i's set 0, the last S − 1
+        share the cells no rounds job needs; row i's set k runs inside segment i + k, spread among
+        its cells, the last set of the last row at the very end. So a row's sets sample the sweep's
+        hours, not its minutes (two sweeps' ratios differed by more than sets minutes apart:
+        docs/architecture.md), no two jobs run back to back, and no two rows' sets share a moment:
+        the state variance pooled over the tables has the dof it claims (fwbench.analysis.rounds;
+        when every row's set k ran back to back, every table sampled the same few moments). Without
+        rounds, the shuffled cells alone."""
         shuffled = seeded_shuffle(self.cell_files, self.seed, "bench order")
         if not self.rounds_batches:
             return shuffled
