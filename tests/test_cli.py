@@ -10,7 +10,7 @@ import pytest
 
 from fwbench.__main__ import COMMANDS, main
 
-NAMES = ("agreement", "breakdown", "reanalyse", "diff", "variation")
+NAMES = ("agreement", "breakdown", "decided", "reanalyse", "diff", "variation")
 
 
 def _fwbench(*args: str) -> subprocess.CompletedProcess:
@@ -19,7 +19,7 @@ def _fwbench(*args: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_help_lists_the_five_commands_each_with_its_summary():
+def test_help_lists_the_six_commands_each_with_its_summary():
     result = _fwbench("--help")
     assert result.returncode == 0, result.stderr
     assert tuple(COMMANDS) == NAMES

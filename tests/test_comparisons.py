@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 import xarray as xr
 
-from fwbench.analysis.comparisons import Cells, Estimate, Levels, compare, judge
+from fwbench.analysis.comparisons import Cells, Estimate, Levels, compare, judge, wrong_verdicts
+from fwbench.analysis.estimators import log_interval, t_quantile, welch_satterthwaite
 from fwbench.analysis.winners import winner_variables
 from fwbench.io.comparisons_file import (
     EQUIVALENT,
@@ -179,3 +180,19 @@ def test_systems_with_different_numbers_of_comparisons_stack_and_read_back():
     assert list(table["baseline"]) == ["torch/eager", "jax/jit", "torch/eager"]
     assert list(table["verdict"]) == [FASTER, FASTER, FASTER]
     assert table["speedup"].iloc[1] == pytest.approx(3.0, rel=0.03)
+
+
+def test_the_most_wrong_verdicts_a_calibrated_design_gives_is_half_its_miss_rate_of_all():
+    rows = [{"verdict": v} for v in ["faster"] * 30 + ["slower"] * 5 + ["undetermined"] * 5]
+    found = wrong_verdicts([*rows, {"verdict": ""}], LEVELS)  # no estimate: no comparison
+    assert found == {"comparisons": 40, "decided": 35, "wrong_at_most": pytest.approx(1.0)}
+
+
+def test_one_quantile_and_one_welch_satterthwaite_build_every_interval():
+    assert t_quantile(0.95, math.inf) == pytest.approx(1.959964, rel=1e-6)
+    assert t_quantile(0.95, 4) == pytest.approx(2.776445, rel=1e-6)
+    assert log_interval(0.1, 0.02, 4, 0.95) == pytest.approx((0.1 - 0.0555289, 0.1 + 0.0555289))
+    total, dof = welch_satterthwaite([(0.01, 4), (0.02, 10), (0.0, 1)])
+    assert total == pytest.approx(0.03)
+    assert dof == pytest.approx(0.03**2 / (0.01**2 / 4 + 0.02**2 / 10))
+    assert welch_satterthwaite([(0.0, 3)]) == (0.0, math.inf)

@@ -138,33 +138,36 @@ def _multi(plan) -> dict[tuple, list[int]]:
     return chosen
 
 
-def test_by_default_a_quarter_of_each_architectures_batches_get_a_second_process():
-    plan = plan_of(base=DEFAULT)
+QUARTER = {"bench": {"processes": 2, "multi_process_share": 0.25}}  # the default until 2026-12-07
+
+
+def test_at_a_quarter_share_a_quarter_of_each_architectures_batches_get_a_second_process():
+    plan = plan_of(QUARTER, base=DEFAULT)
     chosen = _multi(plan)
     assert len(chosen) == 60 and {len(batches) for batches in chosen.values()} == {1}
     assert len(plan.cell_files) == 320 + 60  # the bf16 and int8 cells in process 0 alone
     assert len({tuple(batches) for batches in chosen.values()}) > 1, "the same batches everywhere"
-    every = plan_of({"bench": {"multi_process_share": 1}}, base=DEFAULT)
+    every = plan_of({"bench": {"processes": 2, "multi_process_share": 1}}, base=DEFAULT)
     assert len(every.cell_files) == 480 + 55 + 15 + 10
-    assert plan_of({"bench": {"processes": 1}}, base=DEFAULT).cell_files == [
+    assert plan_of(base=DEFAULT).cell_files == [  # the default: one process per cell
         paths.cell_file(c) for c in plan.cells
     ]
 
 
 def test_the_multi_process_cells_hold_across_upgrades_seeds_aside():
-    plan = plan_of(base=DEFAULT)
+    plan = plan_of(QUARTER, base=DEFAULT)
     newer = {fw: {name: "99.0" for name in dists} for fw, dists in FAKE_VERSIONS.items()}
-    assert _multi(plan_of(base=DEFAULT, versions=newer)) == _multi(plan)
-    fewer = plan_of({"architectures": ["mlp", "lstm"]}, base=DEFAULT)
+    assert _multi(plan_of(QUARTER, base=DEFAULT, versions=newer)) == _multi(plan)
+    fewer = plan_of(QUARTER | {"architectures": ["mlp", "lstm"]}, base=DEFAULT)
     assert _multi(fewer).items() <= _multi(plan).items()
-    assert _multi(plan_of({"seed": 1}, base=DEFAULT)) != _multi(plan)
+    assert _multi(plan_of(QUARTER | {"seed": 1}, base=DEFAULT)) != _multi(plan)
     # a small share still measures one batch per architecture in every process
-    small = _multi(plan_of({"bench": {"multi_process_share": 0.01}}, base=DEFAULT))
+    small = _multi(plan_of({"bench": {"processes": 2, "multi_process_share": 0.01}}, base=DEFAULT))
     assert {len(batches) for batches in small.values()} == {1}
 
 
 def test_a_later_process_of_a_single_process_cell_is_refused_naming_the_share():
-    plan = plan_of(base=DEFAULT)
+    plan = plan_of(QUARTER, base=DEFAULT)
     single = next(c for c in plan.cells if len(plan.cell_processes(c)) == 1)
     wildcards = {key: str(value) for key, value in single.items()} | {"process": "1"}
     with pytest.raises(ValueError, match="process 0 alone.*multi_process_share is 0.25"):

@@ -17,10 +17,12 @@ from fwbench.analysis.machine import (
     slow_processes,
 )
 from fwbench.analysis.process_spread import (
+    FROM_ROUNDS,
     cell_sigma,
     cell_spreads,
     log_ratio_spread,
     pooled_sigma,
+    spread_at,
     spread_ci,
     spread_cis,
 )
@@ -214,3 +216,26 @@ def test_a_slow_process_is_the_machines_where_its_read_canary_ran_slow(
     counts = slow_processes(bench, cell_dims)
     assert counts["slow_processes_machine"].sum() == machine
     assert counts["slow_processes_own"].sum() == own
+
+
+def test_a_spread_pooled_over_the_rounds_sets_holds_the_state_and_is_not_given_it_twice():
+    """Cells in one process each: σ comes from the rounds' sets, spread over the sweep, which
+    hold the machine's state already; the CI adds no γ²τ² on top (it is reported apart)."""
+    rng = np.random.default_rng(3)
+    by_process = rng.normal(1.0, 0.01, (2, 1, 20))  # two cells, one process each
+    ok = np.array([True, True])
+    tables = [np.exp(rng.normal(0, 0.1, (3, 1))) * rng.normal(1, 0.01, (3, 20)) for _ in range(8)]
+    spreads = cell_spreads(by_process, ok, tables)
+    assert spreads[FROM_ROUNDS]
+    median = np.array([1.0, 1.0])
+    found = spread_cis(spreads, ok, median, 0.95, lambda position: (0.2**2, 10))
+    sigma, processes, dof = spread_at(spreads, (0,))
+    assert found["median_ci_high_s"][0] == pytest.approx(
+        spread_ci(1.0, sigma, processes, dof, 0.95)[1]
+    )
+    assert found["state_sigma"][0] == pytest.approx(0.2)  # reported, not added
+    # measured in two processes per cell, σ is the cells' own and the state is added
+    two = cell_spreads(rng.normal(1.0, 0.01, (2, 2, 20)), ok, tables)
+    assert not two[FROM_ROUNDS]
+    added = spread_cis(two, ok, median, 0.95, lambda position: (0.2**2, 10))
+    assert added["median_ci_high_s"][0] > 1.2

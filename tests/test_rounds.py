@@ -18,7 +18,7 @@ from scipy import stats as scipy_stats
 
 from fwbench import frameworks
 from fwbench.analysis.comparisons import Cells, Levels, aa_controls, compare
-from fwbench.analysis.rounds import METHOD, Rounds, block_of
+from fwbench.analysis.rounds import METHOD, Rounds, block_of, pooled
 from fwbench.analysis.winners import contest
 from fwbench.host.threads import core_slots
 from fwbench.io.comparisons_file import FASTER
@@ -440,7 +440,10 @@ def test_every_rows_sets_run_at_moments_of_their_own_after_its_cells():
     of the sweep apart (the last row's, in the tail of cells no rounds job needs); no two jobs
     back to back (no two tables' sets share a moment); the last set at the very end; the cells
     keep their seeded shuffle."""
-    plan = plan_of({"batch_sizes": [1, 8, 32, 128]}, base=DEFAULT)
+    # in two processes a quarter of the cells: their later processes no rounds job needs
+    # separate the last row's sets (with one process per cell, the default's, nothing does)
+    spread = {"batch_sizes": [1, 8, 32, 128], "bench": {"processes": 2}}
+    plan = plan_of(spread, base=DEFAULT)
     place = {path: len(plan.order) - p for path, p in plan.priorities.items()}  # 0 = first
     assert sorted(place.values()) == list(range(len(plan.order)))
     assert sorted(p for p in plan.order if "/rounds/" not in p) == sorted(plan.cell_files)
@@ -538,3 +541,42 @@ def test_the_aa_control_is_judged_like_any_pair_and_its_truth_is_one():
     words = aa_control_rule({"aa_control": json.dumps([control] * 3), "stats_confidence": 0.95})
     assert "3 tables" in words and "calibrated design: about 0.2" in words
     assert aa_control_rule({}) == ""
+
+
+def test_a_variants_paired_median_is_its_rounds_mean_with_a_ci_at_its_own_spread():
+    """The median a figure and the winners print beside a rounds ratio: the geometric mean of
+    the variant's set medians, se √(σ²/S) at σ's dof; none for a variant the rounds lack."""
+    six_sets = {"sets": 6, "set_drift": (0.0,) * 6}
+    spreads = [0.03, 0.002, 0.01, 0.03]  # with two variants their residuals mirror each other
+    rounds = Rounds([synthetic_rounds([1e-3, 0.5e-3, 0.8e-3, 2e-3], spreads, **six_sets)])
+    eager, onnx = key("torch", "eager"), key("torch", "onnxrt")
+    log_median, se, dof = rounds.paired_median(eager)
+    assert log_median == pytest.approx(rounds.log_median(eager))
+    assert math.exp(log_median) == pytest.approx(1e-3, rel=0.1)
+    block = rounds.blocks["mlp", 32]
+    variant = ("torch", "eager", "float32")
+    assert se == pytest.approx(math.sqrt(block.variances[variant] / block.sets))
+    assert dof == block.variance_dofs[variant]
+    assert rounds.paired_median(onnx)[1] < se  # the quieter variant's CI is narrower
+    two = Rounds([synthetic_rounds([1e-3, 0.5e-3], [0.01, 0.01])])
+    assert two.paired_median(key("jax", "jit")) is None
+    # the speedup of onnx over eager is the ratio of the two paired medians
+    value, _, _ = rounds.estimate(eager, onnx)
+    assert value == pytest.approx(log_median - rounds.paired_median(onnx)[0])
+
+
+def test_tables_at_two_batches_pool_apart_and_each_keeps_its_own_spread():
+    """A variant's σ at batch 1 is pooled over batch 1's tables only: one job measures an
+    architecture's set at every batch, so its batches share their moments."""
+    medians = [1e-3, 0.5e-3, 0.8e-3, 2e-3]
+    quiet = synthetic_rounds(medians, [0.002] * 4, batch=1, seed=1)
+    loud = synthetic_rounds(medians, [0.05] * 4, batch=32, seed=2)
+    rounds = Rounds([quiet, loud])
+    variant = ("torch", "eager", "float32")
+    alone = {
+        b: Rounds([ds]).blocks["mlp", b].variances[variant] for b, ds in ((1, quiet), (32, loud))
+    }
+    for batch in (1, 32):
+        assert rounds.blocks["mlp", batch].variances[variant] == pytest.approx(alone[batch])
+    across = pooled([block_of(quiet), block_of(loud)])[0].variances[variant]
+    assert across != pytest.approx(alone[1])  # what pooling across the batches would give

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from fwbench.__main__ import main
+from fwbench.analysis.rounds import METHOD as ROUNDS_METHOD
 from fwbench.tools import agreement
 
 
@@ -89,3 +90,22 @@ def test_the_command_reads_two_results_dirs_and_prints_the_shared_figures(tmp_pa
     assert "shared comparisons: 2 (only in A: 1, only in B: 0)" in out
     assert "agree within the joint uncertainty: 1 (50%)" in out
     assert "decided in one, undetermined in the other: 1" in out
+
+
+def test_decided_prints_per_batch_and_kind_the_share_decided_and_the_median_half_width(
+    tmp_path, capsys
+):
+    frame = sweep([("mlp", 1.20, 0.02, "faster"), ("cnn", 1.00, 0.05, "undetermined")])
+    frame = frame.reset_index().assign(method=[ROUNDS_METHOD, "bootstrap"])
+    at_one = frame.assign(batch=1, kind="compile", verdict="slower", method=ROUNDS_METHOD)
+    (tmp_path / "summary").mkdir()
+    pd.concat([frame, at_one]).to_csv(tmp_path / "summary/comparisons.csv", index=False)
+    assert main(["decided", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("b1 every kind: 2 comparisons, 2 decided (100%)")
+    assert out[0].endswith("from the rounds: 2")
+    half = math.expm1(1.96 * 0.035) * 100  # the median of the two half-widths
+    assert out[2].startswith(
+        f"b32 every kind: 2 comparisons, 1 decided (50%), median CI half-width {half:.1f}%"
+    )
+    assert out[2].endswith("from the rounds: 1") and out[3].startswith("b32 winner: 2 comparisons")

@@ -266,3 +266,20 @@ def test_inductors_isa_probe_builds_into_an_empty_cache_and_a_seeded_one_reuses_
     again = "from torch._inductor import cpu_vec_isa; print(cpu_vec_isa.pick_vec_isa())"
     assert probe(tmp_path / "copy", "-c", again) == made["isa"]
     assert files(tmp_path / "copy") == files(seed)  # nothing built again
+
+
+def test_a_process_serving_several_batches_compiles_each_shape_static() -> None:
+    """A rounds worker builds the compiled mlp at several batches in one process: each batch
+    gets a static graph of its own, as its cell's, never dynamo's automatic dynamic-shape one
+    (a dynamic graph would serve a third batch without compiling again)."""
+    spec = build_spec("mlp", SMALL_DIMS["mlp"])
+    weights = make_weights(spec)
+    runners = [torch_infer.build(spec, weights, "compiled", "cpu") for _ in range(3)]
+    graphs = []
+    for runner, batch in zip(runners, (2, 4, 3), strict=True):
+        with runner.timing_context():
+            runner.call_in_context(runner.prepare(make_input(spec, batch)))
+        graphs.append(compile_info.counter_snapshot())
+    assert "dynamic=False" in runners[0].compile_info().how
+    unique = [snapshot["stats"]["unique_graphs"] for snapshot in graphs]
+    assert unique[2] > unique[1] > unique[0], unique  # the third batch compiled too

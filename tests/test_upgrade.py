@@ -62,7 +62,7 @@ def assert_plans_only(framework: str, workdir: Path, env: dict[str, str]) -> int
     assert jobs.get("export") == exports
     assert jobs.get("checks") == 1 and "hardware" not in jobs
     assert jobs.get("aggregate_bench") == 1
-    # the rounds of every row its comparisons sit in (the smoke sweep's: mlp at batch 8)
+    # the rounds of every architecture its comparisons sit in (the smoke sweep's: mlp, both batches)
     rows = len(config["rounds"]["architectures"])
     assert jobs.get("rounds") == rows * config["rounds"]["sets"]
     return cells

@@ -11,8 +11,8 @@ from fwbench.tools import agreement, breakdown, decided, diff, reanalyse, variat
 # A command's module holds its text (its usage and what it prints), `add_arguments` and `run`.
 COMMANDS: dict[str, tuple[ModuleType, str]] = {
     "agreement": (agreement, "do two sweeps of one config agree on their comparisons?"),
-    "decided": (decided, "per batch and kind: the share decided, the median CI half-width"),
     "breakdown": (breakdown, "where a sweep's wall time went: per part, rule and precision"),
+    "decided": (decided, "per batch and kind: the share decided, the median CI half-width"),
     "reanalyse": (reanalyse, "a finished sweep's statistics recomputed by this checkout"),
     "diff": (diff, "two code versions' stats.csv and report.md over the same cells"),
     "variation": (variation, "how far medians move between processes; do the CIs hold it?"),

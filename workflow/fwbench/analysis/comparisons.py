@@ -39,7 +39,7 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 from fwbench import frameworks
-from fwbench.analysis.estimators import log_ratio_se
+from fwbench.analysis.estimators import log_interval, log_ratio_se
 from fwbench.analysis.process_spread import log_ratio_spread, spread_at
 from fwbench.analysis.rounds import METHOD as ROUNDS_METHOD
 from fwbench.analysis.rounds import Rounds
@@ -120,8 +120,7 @@ def judge(estimate: Estimate, levels: Levels) -> tuple[float, float, float, floa
         p_difference, p_equivalence = float(value == 0), float(abs(value) >= delta)
     else:
         law = scipy_stats.norm if math.isinf(dof) else scipy_stats.t(dof)
-        half = float(law.ppf((1 + levels.confidence) / 2)) * se
-        low, high = value - half, value + half
+        low, high = log_interval(value, se, dof, levels.confidence)
         p_difference = float(2 * law.sf(abs(value) / se))
         p_equivalence = float(max(law.sf((value + delta) / se), law.cdf((value - delta) / se)))
     if low > 0 and value >= delta:
@@ -154,6 +153,20 @@ def aa_controls(rounds: Rounds, levels: Levels) -> list[dict[str, Any]]:
             }
         )
     return found
+
+
+def wrong_verdicts(rows: Iterable[Mapping[str, Any]], levels: Levels) -> dict[str, Any]:
+    """How many of the comparisons (`rows`, Comparison.row()) were decided faster or slower,
+    and the most a calibrated design calls the wrong way on average: each comparison's CI
+    misses its true ratio on one given side with probability (1 − confidence) / 2 at most, so
+    over N comparisons at most N (1 − confidence) / 2 verdicts point the wrong way, whatever
+    the true ratios (a pair at 1 exactly reaches it; the A/A controls check the calibration)."""
+    verdicts = [row["verdict"] for row in rows if row["verdict"]]
+    return {
+        "comparisons": len(verdicts),
+        "decided": sum(v in (FASTER, SLOWER) for v in verdicts),
+        "wrong_at_most": len(verdicts) * (1 - levels.confidence) / 2,
+    }
 
 
 class Cells:

@@ -23,6 +23,29 @@ from fwbench.io.variables import V
 from fwbench.rng import seeded_rng
 
 
+def t_quantile(confidence: float, dof: float) -> float:
+    """The two-sided quantile at `confidence`: Student's t at `dof`, the normal's at infinite
+    dof (every interval the project prints takes its quantile here)."""
+    law = scipy_stats.norm if math.isinf(dof) else scipy_stats.t(dof)
+    return float(law.ppf((1 + confidence) / 2))
+
+
+def log_interval(value: float, se: float, dof: float, confidence: float) -> tuple[float, float]:
+    """value ± t · se on the log scale (t_quantile)."""
+    half = t_quantile(confidence, dof) * se if se else 0.0
+    return value - half, value + half
+
+
+def welch_satterthwaite(terms: list[tuple[float, float]]) -> tuple[float, float]:
+    """(Σ variance, its Welch–Satterthwaite dof) of independent variance terms, each
+    (variance, dof); (0, ∞) where every term is 0; a term at infinite dof adds no
+    uncertainty of its own."""
+    total = sum(v for v, _ in terms)
+    if total == 0:
+        return 0.0, math.inf
+    return total, total**2 / sum(v * v / dof for v, dof in terms if v)
+
+
 def describe(latency_s: np.ndarray) -> dict[str, np.ndarray]:
     """Descriptive statistics over the last axis (the repeats), NaNs ignored; NaN for cells
     without samples (σ and CV need two)."""
@@ -148,17 +171,29 @@ def cell_median_cis(
     return low, high
 
 
-def ci_level(processes: int, spread: bool) -> str:
+def ci_level(processes: int, spread: bool, from_rounds: bool = False) -> str:
     """Which variation a median's CI covers, for the report (`spread`: from the spread between
-    processes, else the bootstrap)."""
+    processes, else the bootstrap; `from_rounds`: that spread pooled over the rounds' sets)."""
+    if spread and from_rounds:
+        return (
+            f"between processes: cells measured in {processes} fresh process"
+            f"{'es' if processes > 1 else ''} each (k, `process_count`); the medians' CIs are "
+            "median × exp(± t·σ/√k), σ the spread of log medians between fresh workers of "
+            "one variant pooled over the rounds' variants and tables (a worker in every set, "
+            "the sets spread over the sweep; fwbench.analysis.process_spread): it holds the "
+            "machine's hour-to-hour state as it reached the variants, so a CI covers the "
+            "latency at the machine's mean state over the sweep; `state_sigma` reports how "
+            "far that state moved the variant (γ²τ², fwbench.analysis.rounds), counted once, "
+            "in σ. Where the rounds measured a variant, its median (`paired_median_s`) is the "
+            "rounds', with a CI at the sets' mean state (σ²[v]/S)"
+        )
     if spread:
         return (
             f"between processes: cells measured in up to {processes} fresh process"
             f"{'es' if processes > 1 else ''} (k, `process_count`); the medians' CIs are "
             "median × exp(± t·√(σ²/k + γ²τ²)), σ the spread of log process medians pooled over "
-            "the system's cells measured in several processes (where none was: over the "
-            "variants of the rounds, a fresh worker in every set, the sets spread over the "
-            "sweep; fwbench.analysis.process_spread), γ²τ² how far the machine's state moved "
+            "the system's cells measured in several processes "
+            "(fwbench.analysis.process_spread), γ²τ² how far the machine's state moved "
             "the variant's latency between the rounds' sets (`state_sigma`; "
             "fwbench.analysis.rounds), so they cover between-process, within-process and the "
             "sweep's hour-to-hour variation; a ratio of two medians the rounds did not measure "

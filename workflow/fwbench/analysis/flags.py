@@ -34,7 +34,9 @@ FLAG_MEANINGS = {
     FLAG_SLOW_MACHINE: "the speed canary ran slow in a process of the cell, also when measured "
     "again (bench.retries): the machine, not the framework, was slow",
     INVALID_FAST: (
-        "faster than the cache-aware roofline lower bound: a missing sync or a wrong cost model"
+        "faster than the cache-aware roofline lower bound even at the slow end of its median's "
+        "CI (the roofs were measured at one moment of a machine whose speed moves): a missing "
+        "sync or a wrong cost model"
     ),
     FLAG_NOT_COMPILED: "a compiled mode that the framework ran uncompiled (a silent fallback)",
     FLAG_PARTIAL: "a compiled mode whose graph calls eager kernels for some ops (eager_ops): "

@@ -42,9 +42,13 @@ import warnings
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from scipy import stats as scipy_stats
+
+from fwbench.analysis.estimators import log_interval, welch_satterthwaite
 
 MIN_SAMPLES = 2  # a process with fewer usable timings has no median worth pooling
+# cell_spreads' key: True where σ was pooled over the rounds' sets, spread over the sweep, so
+# it holds the machine's state between them already (spread_cis adds it only to cells' σ)
+FROM_ROUNDS = "from_rounds"
 
 
 def log_process_medians(by_process: np.ndarray) -> np.ndarray:
@@ -96,13 +100,9 @@ def spread_ci(
     without a σ."""
     if not (dof > 0 and processes > 0 and math.isfinite(sigma) and median_s > 0):
         return math.nan, math.nan
-    terms = [(sigma * sigma / processes, dof), state]
-    variance = sum(v for v, _ in terms)
-    if variance == 0:
-        return median_s, median_s
-    dof = variance**2 / sum(v * v / d for v, d in terms if v)
-    half = scipy_stats.t.ppf((1 + confidence) / 2, dof) * math.sqrt(variance)
-    return median_s * math.exp(-half), median_s * math.exp(half)
+    variance, dof = welch_satterthwaite([(sigma * sigma / processes, dof), state])
+    low, high = log_interval(math.log(median_s), math.sqrt(variance), dof, confidence)
+    return math.exp(low), math.exp(high)
 
 
 def log_ratio_spread(spreads: Sequence[tuple[float, int, int]]) -> tuple[float, int]:
@@ -120,12 +120,13 @@ def cell_spreads(
     """Per `ok` cell of one system's (cell dims..., process, iteration) array: its σ, usable
     processes and the dof pooled over all the system's `ok` cells, or, where none was measured
     in two processes, over `fallback` (process × iteration arrays of the same system: the
-    rounds' variants, a fresh worker per set); NaN / 0 elsewhere; None where neither has two
-    processes."""
+    rounds' variants, a fresh worker per set; FROM_ROUNDS says which); NaN / 0 elsewhere; None
+    where neither has two processes."""
     shape = ok.shape
     out = {"sigma": np.full(shape, np.nan), "processes": np.zeros(shape), "dof": np.zeros(shape)}
     members = list(zip(*np.nonzero(ok), strict=True))
     group_sigma, dof = pooled_sigma([by_process[position] for position in members])
+    out[FROM_ROUNDS] = np.array(dof == 0)
     if dof == 0:
         group_sigma, dof = pooled_sigma(fallback)
     if dof == 0:
@@ -153,17 +154,24 @@ def spread_cis(
     state_of: Callable[[tuple], tuple[float, float]] = lambda position: (0.0, math.inf),
 ) -> dict[str, np.ndarray]:
     """The medians' CIs from the spread between processes and the machine's state over the
-    sweep (`state_of`: a cell's position to its γ²τ² and dof, spread_ci), each cell's σ of log
-    process medians, its state's σ (√γ²τ²; NaN where the rounds fitted no state) and its count
-    of usable processes."""
+    sweep (`state_of`: a cell's position to its γ²τ² and dof, spread_ci; not where σ came from
+    the rounds' sets, FROM_ROUNDS, which hold the state already: counted once), each cell's σ
+    of log process medians, its state's σ (√γ²τ², reported on its own; NaN where the rounds
+    fitted no state) and its count of usable processes."""
     low, high = np.full(ok.shape, np.nan), np.full(ok.shape, np.nan)
     state_sigma = np.full(ok.shape, np.nan)
+    holds_state = bool(spreads.get(FROM_ROUNDS, False))
     for position in zip(*np.nonzero(ok), strict=True):
         sigma, processes, dof = spread_at(spreads, position)
         state = state_of(position)
         state_sigma[position] = math.sqrt(state[0]) if math.isfinite(state[1]) else math.nan
         low[position], high[position] = spread_ci(
-            median_s[position], sigma, processes, dof, confidence, state
+            median_s[position],
+            sigma,
+            processes,
+            dof,
+            confidence,
+            (0.0, math.inf) if holds_state else state,
         )
     return {
         "median_ci_low_s": low,

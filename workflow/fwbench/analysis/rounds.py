@@ -56,6 +56,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import xarray as xr
 
+from fwbench.analysis.estimators import welch_satterthwaite
 from fwbench.io.dims import STATUS_OK, CellKey
 from fwbench.io.rounds_file import AFTER_SWITCH, WARM, replicated, variant_keys, variant_name
 from fwbench.io.variables import R
@@ -101,15 +102,14 @@ class Block:
     def se_dof(self, a: Variant, b: Variant) -> tuple[float, float]:
         """The standard error of μ̂[a] − μ̂[b] and its Welch–Satterthwaite dof."""
         state, state_dof = self.state_term(a, b)
-        terms = [
-            (self.variances[a] / self.sets, self.variance_dofs[a]),
-            (self.variances[b] / self.sets, self.variance_dofs[b]),
-            (state / self.sets, state_dof),
-        ]
-        total = sum(v for v, _ in terms)
-        if total == 0:
-            return 0.0, math.inf
-        return math.sqrt(total), total**2 / sum(v**2 / dof for v, dof in terms if v)
+        total, dof = welch_satterthwaite(
+            [
+                (self.variances[a] / self.sets, self.variance_dofs[a]),
+                (self.variances[b] / self.sets, self.variance_dofs[b]),
+                (state / self.sets, state_dof),
+            ]
+        )
+        return math.sqrt(total), dof
 
     def state_term(self, a: Variant, b: Variant) -> tuple[float, float]:
         """(γ[a] − γ[b])² τ², how far the pair's ratio moves with the machine's state, and its
@@ -291,6 +291,17 @@ class Rounds:
         """The variant's mean log median in the rounds (None: not in them)."""
         block = self._block(key)
         return None if block is None else block.means[_variant(key)]
+
+    def paired_median(self, key: CellKey) -> tuple[float, float, float] | None:
+        """(log median, its se, dof) of the variant in the rounds: the mean over its sets of
+        its log set medians, se √(σ²[v] / S) at σ²[v]'s dof (the latency at the mean of the
+        states its sets met: the state's own share, γ²τ², is state_variance's); None where
+        the rounds did not measure it."""
+        block = self._block(key)
+        if block is None:
+            return None
+        v = _variant(key)
+        return block.means[v], math.sqrt(block.variances[v] / block.sets), block.variance_dofs[v]
 
     def estimate(self, baseline: CellKey, candidate: CellKey) -> tuple[float, float, float] | None:
         """(log speedup of candidate over baseline, its se, dof), or None where the rounds do

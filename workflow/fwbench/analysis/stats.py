@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -33,8 +34,8 @@ import numpy as np
 import xarray as xr
 
 from fwbench.analysis.attribution import attribution_variables
-from fwbench.analysis.comparisons import Cells, Levels, aa_controls
-from fwbench.analysis.estimators import cell_median_cis, ci_level, describe
+from fwbench.analysis.comparisons import Cells, Levels, aa_controls, wrong_verdicts
+from fwbench.analysis.estimators import cell_median_cis, ci_level, describe, log_interval
 from fwbench.analysis.flags import FLAG_MEANINGS, cell_flags, untrusted
 from fwbench.analysis.machine import (
     CHOICES,
@@ -46,7 +47,7 @@ from fwbench.analysis.machine import (
     slow_processes,
 )
 from fwbench.analysis.over_cells import over_cells
-from fwbench.analysis.process_spread import cell_spreads, spread_cis
+from fwbench.analysis.process_spread import FROM_ROUNDS, cell_spreads, spread_cis
 from fwbench.analysis.processes import WARM, later_first_calls, pool, processes
 from fwbench.analysis.roofline import (
     ROOFLINE_VARIABLES,
@@ -187,6 +188,7 @@ def _cell_statistics(
             return together.state_variance(CellKey.of(named))
 
         cells |= spread_cis(spreads, ok, cells[V.median_s], settings.confidence, state_of)
+    cells |= paired_medians(together, ok, coords, settings.confidence)
     for name in FROM_CELLS:
         cells[name] = np.where(ok, cell_values(bench, name), np.nan)
     cells["compile_overhead_s"] = cells[V.first_call_s] - cells[V.median_s]
@@ -196,12 +198,33 @@ def _cell_statistics(
     return cells
 
 
+PAIRED = (V.paired_median_s, V.paired_median_ci_low_s, V.paired_median_ci_high_s)
+
+
+def paired_medians(
+    together: Rounds, ok: np.ndarray, coords: tuple[list, ...], confidence: float
+) -> dict[str, np.ndarray]:
+    """Per ok cell the rounds measured: its rounds median and that median's CI
+    (Rounds.paired_median, Student's t); NaN elsewhere."""
+    found = {name: np.full(ok.shape, np.nan) for name in PAIRED}
+    for position in zip(*np.nonzero(ok), strict=True):
+        named = {d: coord[i] for d, coord, i in zip(CELL_DIMS, coords, position, strict=True)}
+        paired = together.paired_median(CellKey.of(named))
+        if paired is None:
+            continue
+        log_median, se, dof = paired
+        low, high = log_interval(log_median, se, dof, confidence)
+        for name, value in zip(PAIRED, (log_median, low, high), strict=True):
+            found[name][position] = math.exp(value)
+    return found
+
+
 def _summary_attrs(
     bench: xr.Dataset,
     limits: HardwareLimits,
     settings: StatsSettings,
     process_count: int,
-    spread: bool,
+    spreads: dict[str, np.ndarray] | None,
 ) -> dict[str, Any]:
     """stats.nc's attributes: the aggregate's, the settings (stats_*), the roofline and how
     the statistics were made."""
@@ -220,7 +243,9 @@ def _summary_attrs(
             "flags": "; ".join(f"{flag}: {meaning}" for flag, meaning in FLAG_MEANINGS.items()),
             "bootstrap": "percentile method, each cell seeded from (stats_seed, cell name)",
             "processes": process_count,
-            "median_ci_level": ci_level(process_count, spread),
+            "median_ci_level": ci_level(
+                process_count, spreads is not None, bool(spreads and spreads[FROM_ROUNDS])
+            ),
             "slow_samples_choice": describe_choice(settings.slow_samples),
             "title": "fwbench: statistics, roofline efficiency, compile speedups and winners",
         }
@@ -237,6 +262,7 @@ def _with_roofline(cells: dict[str, np.ndarray], bench: xr.Dataset, limits: Hard
         cells[V.median_s],
         limits,
         peaks,
+        cells["median_ci_high_s"],
     )
     for name in ROOFLINE_VARIABLES:
         cells[name] = getattr(metrics, name)
@@ -292,15 +318,24 @@ def summarize(
     data_vars = cell_variables(bench, cells, text_variables(bench, ok, metrics, flags, cells))
     flagged = set(keys_where(compared.coords, untrusted(flags)))
     winners, rivalries = winner_variables(compared, ok_keys, flagged, levels)
-    data_vars |= winners | comparison_variables([c.row() for c in rivalries + comparisons])
+    rows = [c.row() for c in rivalries + comparisons]
+    data_vars |= winners | comparison_variables(rows)
     summary = xr.Dataset(data_vars, coords={d: bench[d].values for d in CELL_DIMS})
     summary = _with_over_cells(summary.assign_coords({SCOPE: list(SCOPES)}), ok, settings)
     summary.attrs.update(
-        _summary_attrs(bench, limits, settings, process_count, spreads is not None)
+        _summary_attrs(bench, limits, settings, process_count, spreads)
+        | _rounds_attrs(together, rows, levels)
     )
-    summary.attrs["rounds"] = together.describe()
-    summary.attrs["aa_control"] = json.dumps(aa_controls(together, levels), sort_keys=True)
     return summary
+
+
+def _rounds_attrs(together: Rounds, rows: list[dict[str, Any]], levels: Levels) -> dict[str, str]:
+    """stats.nc's attributes of the rounds, their A/A controls and the comparisons' verdicts."""
+    return {
+        "rounds": together.describe(),
+        "aa_control": json.dumps(aa_controls(together, levels), sort_keys=True),
+        "wrong_verdicts": json.dumps(wrong_verdicts(rows, levels), sort_keys=True),
+    }
 
 
 def _with_over_cells(summary: xr.Dataset, ok: np.ndarray, settings: StatsSettings) -> xr.Dataset:

@@ -362,6 +362,20 @@ STATISTICS = (
     _stat("p95_s", "s", "95th percentile of the timed samples"),
     _stat("median_ci_low_s", "s", "lower end of the median's CI (stats.nc's median_ci_level)"),
     _stat("median_ci_high_s", "s", "upper end of the median's CI"),
+    _stat(
+        "paired_median_s",
+        "s",
+        "where the rounds measured the variant at the cell's batch: its rounds median (the"
+        " geometric mean of its sets' medians: the samples its ratios and its rank come from;"
+        " NaN elsewhere)",
+    ),
+    _stat(
+        "paired_median_ci_low_s",
+        "s",
+        "lower end of that median's CI, at the mean of the machine's states its sets met"
+        " (σ²[v]/S at σ's dof; state_sigma says how far the state moved it)",
+    ),
+    _stat("paired_median_ci_high_s", "s", "upper end of that median's CI"),
     Variable(
         "first_call_warm_s",
         "s",
@@ -429,8 +443,8 @@ QUALITY = (
     _stat(
         "state_sigma",
         "1",
-        "σ of the log latency the machine's state moved over the sweep (the rounds' γ·τ), in"
-        " the median's CI",
+        "σ of the log latency the machine's state moved over the sweep (the rounds' γ·τ), held"
+        " once in the median's CI (stats.nc's median_ci_level says how)",
     ),
     _stat("process_count", "1", "the cell's processes"),
     _stat("slow_samples_dropped", "1", "samples the slow-sample choice dropped"),

@@ -46,6 +46,24 @@ US = 1e6  # seconds → µs
 ERROR_BARS = {"capsize": 2, "error_kw": {"elinewidth": 0.8, "ecolor": "black"}}
 
 
+def _one_source(view, framework: str, mode: str, batch: int) -> tuple[np.ndarray, ...]:
+    """Per architecture: the median and its CI (µs) from the rounds where they measured the
+    variant (paired_median_s: the ratios' and the winners' source), else the cell's (a
+    stats.nc written before paired medians: the cell's)."""
+    found = []
+    for paired, cell in (
+        (V.paired_median_s, V.median_s),
+        (V.paired_median_ci_low_s, V.median_ci_low_s),
+        (V.paired_median_ci_high_s, V.median_ci_high_s),
+    ):
+        values = view.series(cell, framework, mode, batch=batch)
+        if paired in view.ds:
+            rounds = view.series(paired, framework, mode, batch=batch)
+            values = np.where(np.isfinite(rounds), rounds, values)
+        found.append(values * US)
+    return tuple(found)
+
+
 def _whiskers(inputs: FigureInputs, figure: str) -> str:
     """The figure's sentence on its whiskers (fwbench.present.intervals)."""
     return whiskers_note(inputs.view.attrs, catalog.whiskers_of(figure))
@@ -64,9 +82,7 @@ def draw_latency(inputs: FigureInputs) -> Figure:
     offsets, width = group_offsets(len(present))
     any_failed, labels = False, []
     for i, (framework, mode) in enumerate(present):
-        median = view.series(V.median_s, framework, mode, batch=batch) * US
-        low = view.series(V.median_ci_low_s, framework, mode, batch=batch) * US
-        high = view.series(V.median_ci_high_s, framework, mode, batch=batch) * US
+        median, low, high = _one_source(view, framework, mode, batch)
         status = view.series(V.status, framework, mode, batch=batch)
         x = np.arange(len(archs)) + offsets[i]
         ok = (status == STATUS_OK) & np.isfinite(median)
@@ -92,7 +108,9 @@ def draw_latency(inputs: FigureInputs) -> Figure:
     add_note(
         figure,
         [
-            "Bars: median of the warm iterations, a cell's processes pooled (µs, labelled).",
+            "Bars: the rounds' median where the rounds measured the variant (the samples its"
+            " ratios and its rank come from), else its cell's median of the warm iterations"
+            " (µs, labelled).",
             _whiskers(inputs, "latency"),
             inputs.batch_note(),
             failed_note(inputs.view, [batch]),

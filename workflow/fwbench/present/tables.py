@@ -119,7 +119,23 @@ def decision_rule(attrs: Mapping) -> str:
         f"otherwise): *faster* / *slower* where the CI excludes 1 and the ratio is at least "
         f"{effect}% from 1; *equivalent* where the whole CI lies within ±{effect}% (two "
         "one-sided tests); *undetermined* where the CI allows both: the data cannot tell, and "
-        "the CI says how far apart the two may be." + rounds_rule(attrs)
+        "the CI says how far apart the two may be."
+        + rounds_rule(attrs)
+        + wrong_verdicts_rule(attrs)
+    )
+
+
+def wrong_verdicts_rule(attrs: Mapping) -> str:
+    """How many comparisons were decided and the most a calibrated design calls the wrong way
+    (stats.nc's `wrong_verdicts`, fwbench.analysis.comparisons.wrong_verdicts); '' without."""
+    found = json.loads(attrs.get("wrong_verdicts", "{}") or "{}")
+    if not found.get("comparisons"):
+        return ""
+    return (
+        f" Of the {found['comparisons']} comparisons, {found['decided']} were called faster or "
+        f"slower; with CIs that hold their level, at most {fixed(found['wrong_at_most'], 1, 1)} "
+        "of them point the wrong way on average (each CI misses on one side in at most "
+        "half its complement; the A/A control checks that the CIs hold)."
     )
 
 
