@@ -119,8 +119,14 @@ def test_the_kernel_pass_finds_the_bf16_instruction_a_large_torch_gemm_ran():
     )["result"]
     isa = identity.cpu_identity()["isa"]
     expected = "AMX" if isa["amx_bf16"] else "AVX512-BF16"
-    assert expected in result["bfloat16"]["instructions"], result["bfloat16"]
-    assert result["bfloat16"]["onednn_jit_kernels"]
+    kernels = result["bfloat16"]["onednn_jit_kernels"]
+    assert kernels
+    compute = [name for name in kernels if not any(p in name for p in onednn.DATA_MOVEMENT)]
+    if any(part in name for name in compute for part, _ in onednn.FAMILIES):
+        assert expected in result["bfloat16"]["instructions"], result["bfloat16"]
+    else:  # oneDNN names its brgemm kernel without its ISA (torch 2.13 on a Zen 4): nothing
+        # to read, and nothing claimed
+        assert result["bfloat16"]["instructions"] == [], result["bfloat16"]
     assert np.all(
         [name.startswith(("jit", "brg")) for name in result["bfloat16"]["onednn_jit_kernels"]]
     )

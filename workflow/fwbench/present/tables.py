@@ -184,8 +184,8 @@ def _state(rounds: Mapping) -> str:
     return (
         f" Between the sets the machine's state moved a typical variant's latency by σ "
         f"{fixed(math.exp(sigma) - 1, 100, 1)}%, each variant by its own sensitivity: a pair "
-        "that responds unalike gets that in its CI, and every median's CI holds its own "
-        "share (`state_sigma`)."
+        "that responds unalike gets that in its CI, and every median's CI holds it once "
+        "(`state_sigma` says how far it moved the variant)."
     )
 
 
