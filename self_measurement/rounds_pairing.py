@@ -32,6 +32,7 @@ import xarray as xr
 
 from fwbench.io.dims import STATUS_OK
 from fwbench.io.rounds_file import WARM, joined_rows, variant_keys
+from fwbench.io.variables import R
 
 BOOT = 500
 
@@ -48,8 +49,8 @@ def rounds_paths(arguments: list[str]) -> list[str]:
 def complete_logs(ds: xr.Dataset) -> tuple[list[str], np.ndarray]:
     """The names and log warm samples (variant, set, round) of the variants complete in
     every set and round."""
-    ok = (ds["status"] == STATUS_OK).all("set").values
-    logs = np.log(ds["latency_s"].sel(sample=WARM).transpose("variant", "set", "round").values)
+    ok = (ds[R.status] == STATUS_OK).all("set").values
+    logs = np.log(ds[R.latency_s].sel(sample=WARM).transpose("variant", "set", "round").values)
     keep = ok & np.isfinite(logs).all(axis=(1, 2))
     names = ["/".join(key) for key, k in zip(variant_keys(ds), keep, strict=True) if k]
     return names, logs[keep]

@@ -263,12 +263,13 @@ def _run_batch(run: SetRun, batch: int, rng: np.random.Generator) -> None:
         f"{time.perf_counter() - start_batch:.1f} s",
         file=sys.stderr,
     )
+    index = {v: record.members.index(v) for v in turning}  # worked out before the turns
     for r in range(record.rounds):
         start = time.perf_counter()
         for place, v in enumerate(rng.permutation(turning)):
             if v not in run.workers:
                 continue
-            i = record.members.index(v)
+            i = index[v]
             try:
                 ns = run.workers[v].ask({"turn": len(SAMPLES), "batch": batch})["ns"]
             except WorkerFailed as error:
